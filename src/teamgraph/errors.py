@@ -1,0 +1,67 @@
+"""One exception root, three families.
+
+* :class:`ControlSignal` — signals to the run loop (retry a transient error, pause for a human).
+* :class:`RunFailure` — a run or a step could not finish (step failed, budget exceeded, ...).
+* :class:`UsageError` — the caller asked for something invalid (bad spec, unknown model, ...).
+
+Only the edges translate these: the CLI into a readable message and an exit code, the server into a
+JSON error with a status code.
+"""
+
+from __future__ import annotations
+
+
+class TeamgraphError(Exception):
+    """Root of every error teamgraph raises on purpose."""
+
+
+# --- signals to the loop -------------------------------------------------------------------------
+class ControlSignal(TeamgraphError):
+    """Not a failure: tells the run loop to do something (retry, pause)."""
+
+
+class TransientModelError(ControlSignal):
+    """A model call failed in a way worth retrying (timeout, 429, 5xx, connection reset)."""
+
+
+# --- run failures ----------------------------------------------------------------------------------
+class RunFailure(TeamgraphError):
+    """A run, or a part of it, could not complete."""
+
+
+class MaxIterationsExceeded(RunFailure):
+    """An agent kept calling tools past its ``max_iterations``."""
+
+    def __init__(self, agent: str, limit: int) -> None:
+        super().__init__(f"agent {agent!r} reached max_iterations={limit} without a final answer")
+        self.agent = agent
+        self.limit = limit
+
+
+class RunNotFound(RunFailure):
+    """No run with this id exists in the run store."""
+
+
+# --- misuse ----------------------------------------------------------------------------------------
+class UsageError(TeamgraphError):
+    """The caller asked for something invalid."""
+
+
+class SpecError(UsageError):
+    """A team or agent specification is invalid. The message names file, field and value."""
+
+
+class PlanValidationError(UsageError):
+    """A plan breaks a rule (duplicate id, unknown worker, unknown dependency, cycle, size)."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("invalid plan: " + "; ".join(errors))
+        self.errors = errors
+
+
+class ModelConfigError(UsageError):
+    """A model string cannot be resolved (unknown provider, missing package, missing key)."""
+
+
+class ToolNotFound(UsageError):
+    """A spec names a tool that no registry provides."""

@@ -1,0 +1,221 @@
+"""The event vocabulary: everything a run does, as one typed stream.
+
+CLI, server (SSE), UI, persistence and tests all consume these. Every event carries ``run_id``, a
+per-run monotonically increasing ``seq`` (the SSE id used for replay), a timestamp, and ``path`` —
+team → nested team → agent — so one stream describes a whole tree of teams. Names are stable: add
+fields or types, never rename.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+RunStatus = Literal[
+    "pending", "running", "completed", "completed_with_errors", "failed", "cancelled", "interrupted"
+]
+StepState = Literal["pending", "running", "done", "failed", "skipped"]
+PlannerTier = Literal["explicit", "template", "llm", "rules", "fallback"]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class TokenUsage(BaseModel):
+    """Tokens and US dollars spent."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+class BaseEvent(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    seq: int = 0
+    ts: datetime = Field(default_factory=_now)
+    path: list[str] = Field(default_factory=list, description="team → nested team → agent")
+    parent_id: str | None = Field(default=None, description="run id of the parent run, if nested")
+
+
+class RunStarted(BaseEvent):
+    type: Literal["run_started"] = "run_started"
+    team: str
+    pattern: str
+    input: str
+    thread_id: str
+
+
+class PlanCreated(BaseEvent):
+    type: Literal["plan_created"] = "plan_created"
+    plan_name: str
+    tier: PlannerTier
+    confidence: float
+    reasoning: str = ""
+    steps: list[dict[str, Any]]
+
+
+class StepStarted(BaseEvent):
+    type: Literal["step_started"] = "step_started"
+    step_id: str
+    worker: str
+    task: str
+
+
+class StepCompleted(BaseEvent):
+    type: Literal["step_completed"] = "step_completed"
+    step_id: str
+    worker: str
+    output: str
+    elapsed_s: float
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class StepFailed(BaseEvent):
+    type: Literal["step_failed"] = "step_failed"
+    step_id: str
+    worker: str
+    error: str
+    elapsed_s: float = 0.0
+
+
+class StepSkipped(BaseEvent):
+    type: Literal["step_skipped"] = "step_skipped"
+    step_id: str
+    worker: str
+    reason: str
+
+
+class AgentStarted(BaseEvent):
+    type: Literal["agent_started"] = "agent_started"
+    agent: str
+    step_id: str | None = None
+
+
+class TokenDelta(BaseEvent):
+    type: Literal["token"] = "token"
+    agent: str
+    text: str
+    step_id: str | None = None
+
+
+class AgentMessage(BaseEvent):
+    type: Literal["agent_message"] = "agent_message"
+    agent: str
+    content: str
+    step_id: str | None = None
+
+
+class ToolCalled(BaseEvent):
+    type: Literal["tool_called"] = "tool_called"
+    agent: str
+    tool: str
+    call_id: str
+    args: dict[str, Any]
+    step_id: str | None = None
+
+
+class ToolReturned(BaseEvent):
+    type: Literal["tool_returned"] = "tool_returned"
+    agent: str
+    tool: str
+    call_id: str
+    output: str
+    is_error: bool = False
+    step_id: str | None = None
+
+
+class Handoff(BaseEvent):
+    type: Literal["handoff"] = "handoff"
+    from_agent: str
+    to_agent: str
+    reason: str = ""
+
+
+class ClarificationRequested(BaseEvent):
+    type: Literal["clarification_requested"] = "clarification_requested"
+    question: str
+
+
+class ApprovalRequested(BaseEvent):
+    type: Literal["approval_requested"] = "approval_requested"
+    agent: str
+    tool: str
+    call_id: str
+    args: dict[str, Any]
+
+
+class Resumed(BaseEvent):
+    type: Literal["resumed"] = "resumed"
+    completed_steps: list[str] = Field(default_factory=list)
+
+
+class UsageRecorded(BaseEvent):
+    type: Literal["usage"] = "usage"
+    agent: str
+    model: str
+    usage: TokenUsage
+    step_id: str | None = None
+
+
+class RunCompleted(BaseEvent):
+    type: Literal["run_completed"] = "run_completed"
+    status: RunStatus
+    output: str
+    usage: TokenUsage
+
+
+class RunFailed(BaseEvent):
+    type: Literal["run_failed"] = "run_failed"
+    error: str
+
+
+class RunCancelled(BaseEvent):
+    type: Literal["run_cancelled"] = "run_cancelled"
+    reason: str = ""
+
+
+Event = Annotated[
+    RunStarted
+    | PlanCreated
+    | StepStarted
+    | StepCompleted
+    | StepFailed
+    | StepSkipped
+    | AgentStarted
+    | TokenDelta
+    | AgentMessage
+    | ToolCalled
+    | ToolReturned
+    | Handoff
+    | ClarificationRequested
+    | ApprovalRequested
+    | Resumed
+    | UsageRecorded
+    | RunCompleted
+    | RunFailed
+    | RunCancelled,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def event_from_json(data: str | bytes) -> Event:
+    """Parse one event serialised with ``event.model_dump_json()``."""
+    return EVENT_ADAPTER.validate_json(data)

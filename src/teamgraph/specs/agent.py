@@ -1,0 +1,38 @@
+"""What one agent is: name, role, instructions, tools and model."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+AgentKind = Literal["function", "react", "codeact"]
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
+
+
+class AgentSpec(BaseModel):
+    """A specialist agent. ``model`` is a ``provider:model`` string or ``offline``;
+    ``None`` means "use the team's model"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = Field(min_length=1)
+    instructions: str = ""
+    kind: AgentKind = "function"
+    tools: list[str] = Field(default_factory=list)
+    model: str | None = None
+    model_kwargs: dict[str, Any] = Field(default_factory=dict)
+    can_handoff_to: list[str] = Field(default_factory=list)
+    max_iterations: int = Field(default=20, ge=1, le=1000)
+    output_schema: dict[str, Any] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(
+                "must start with a letter and hold only letters, digits, '_' or '-' (max 64)"
+            )
+        return value
