@@ -1,0 +1,48 @@
+"""teamgraph — durable, streamed, cost-tracked teams of AI agents on LangGraph."""
+
+from teamgraph.config import Settings
+from teamgraph.errors import (
+    ControlSignal,
+    MaxIterationsExceeded,
+    ModelConfigError,
+    PlanValidationError,
+    RunFailure,
+    RunNotFound,
+    SpecError,
+    TeamgraphError,
+    ToolNotFound,
+    TransientModelError,
+    UsageError,
+)
+from teamgraph.events import Event, TokenUsage
+from teamgraph.plan import Plan, Step
+from teamgraph.result import RunResult, StepResult
+from teamgraph.runtime.runner import Runner
+from teamgraph.runtime.team import Team
+from teamgraph.specs import AgentSpec, TeamSpec, WorkflowOptions
+
+__all__ = [
+    "AgentSpec",
+    "ControlSignal",
+    "Event",
+    "MaxIterationsExceeded",
+    "ModelConfigError",
+    "Plan",
+    "PlanValidationError",
+    "RunFailure",
+    "RunNotFound",
+    "RunResult",
+    "Runner",
+    "Settings",
+    "SpecError",
+    "Step",
+    "StepResult",
+    "Team",
+    "TeamSpec",
+    "TeamgraphError",
+    "TokenUsage",
+    "ToolNotFound",
+    "TransientModelError",
+    "UsageError",
+    "WorkflowOptions",
+]

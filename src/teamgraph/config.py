@@ -1,0 +1,51 @@
+"""Settings from the environment (prefix ``TEAMGRAPH_``) or a ``.env`` file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting, with its environment variable in the field's alias."""
+
+    model_config = SettingsConfigDict(env_prefix="TEAMGRAPH_", env_file=".env", extra="ignore")
+
+    database_url: str = Field(
+        default="sqlite:///./teamgraph.db",
+        validation_alias=AliasChoices("TEAMGRAPH_DATABASE_URL", "DATABASE_URL"),
+        description="Where runs, checkpoints and the knowledge index live.",
+    )
+    default_model: str = Field(
+        default="offline", description="Model for teams and agents that name none."
+    )
+    prices_file: Path | None = Field(
+        default=None, description="YAML price table merged over the built-in one (USD per 1M tokens)."
+    )
+    templates_dirs: list[str] = Field(
+        default_factory=list, description="Extra folders of workflow templates (YAML)."
+    )
+    openai_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("TEAMGRAPH_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+        description="Base URL of an OpenAI-compatible endpoint (vLLM, LM Studio, ...).",
+    )
+    openai_api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("TEAMGRAPH_OPENAI_API_KEY", "OPENAI_API_KEY"),
+        description="Key for the OpenAI (or OpenAI-compatible) endpoint.",
+    )
+
+    @property
+    def sqlite_path(self) -> Path:
+        """The SQLite file named by ``database_url`` (only SQLite is supported so far)."""
+        url = self.database_url
+        for prefix in ("sqlite+aiosqlite:///", "sqlite:///"):
+            if url.startswith(prefix):
+                return Path(url.removeprefix(prefix))
+        raise ValueError(
+            f"DATABASE_URL {url!r} is not supported yet: use sqlite:///PATH "
+            "(PostgreSQL arrives with the server)"
+        )

@@ -1,0 +1,1 @@
+"""Chat models: resolution of ``provider:model`` strings, the offline model, usage and cost."""

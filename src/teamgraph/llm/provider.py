@@ -1,0 +1,48 @@
+"""Which chat model each role of a team uses: overrides first, then the spec's model strings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from teamgraph.config import Settings
+from teamgraph.llm.resolve import resolve_model
+from teamgraph.specs.agent import AgentSpec
+from teamgraph.specs.team import TeamSpec
+
+
+class ModelProvider:
+    """Resolves and caches models. ``overrides`` maps a role (agent name, ``planner``,
+    ``synthesizer``) to a model instance; ``default`` replaces every unmapped role's model."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        overrides: Mapping[str, BaseChatModel] | None = None,
+        default: BaseChatModel | None = None,
+    ) -> None:
+        self.settings = settings
+        self.overrides = dict(overrides or {})
+        self.default = default
+        self._cache: dict[str, BaseChatModel] = {}
+
+    def for_agent(self, team: TeamSpec, agent: AgentSpec) -> tuple[BaseChatModel, str]:
+        if agent.model is None:
+            return self.for_role(agent.name, team.model, team.model_kwargs)
+        return self.for_role(agent.name, agent.model, agent.model_kwargs)
+
+    def for_role(
+        self, role: str, name: str | None, kwargs: Mapping[str, Any]
+    ) -> tuple[BaseChatModel, str]:
+        """The model for ``role`` and the name its price is looked up by."""
+        override = self.overrides.get(role) or self.default
+        if override is not None:
+            return override, str(getattr(override, "model_name", type(override).__name__))
+        name = name or self.settings.default_model
+        key = name + json.dumps(dict(kwargs), sort_keys=True, default=str)
+        if key not in self._cache:
+            self._cache[key] = resolve_model(name, self.settings, **dict(kwargs))
+        return self._cache[key], name

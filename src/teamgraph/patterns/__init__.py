@@ -1,0 +1,1 @@
+"""Orchestration patterns; each module's ``build(team, ...)`` returns a compiled LangGraph graph."""

@@ -1,0 +1,54 @@
+"""Turning step results into the run's final answer: ``concat`` (markdown report) or ``llm``."""
+
+from __future__ import annotations
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from teamgraph import prompts
+from teamgraph.agents._model_call import call_model
+from teamgraph.ledger import StepRecord
+from teamgraph.plan import Plan
+from teamgraph.run_context import RunContext
+
+NO_RESULTS = "No results to synthesize."
+
+
+def concat_report(plan: Plan, records: dict[str, StepRecord]) -> str:
+    """``# Workflow Results: <plan>``, ``*Completed N steps*``, then one section per step."""
+    ordered = [records[s.id] for s in plan.steps if s.id in records]
+    if not ordered:
+        return NO_RESULTS
+    done = sum(1 for r in ordered if r.status == "done")
+    sections = [_section(plan, r) for r in ordered]
+    header = f"# Workflow Results: {plan.name}\n\n*Completed {done} steps*"
+    return header + "\n\n" + "\n\n---\n\n".join(sections)
+
+
+def _section(plan: Plan, record: StepRecord) -> str:
+    step = plan.step(record.step_id)
+    head = f"### Step: {step.id} (Worker: {step.worker})\n\n**Task**: {step.task}\n\n"
+    if record.status == "done":
+        return head + record.output
+    label = "Failed" if record.status == "failed" else "Skipped"
+    return head + f"**{label}**: {record.error}"
+
+
+async def llm_answer(
+    request: str, plan: Plan, records: dict[str, StepRecord], ctx: RunContext
+) -> str:
+    """Ask the team's model for the final answer from the successful steps' outputs."""
+    results = [
+        (s.id, s.worker, records[s.id].output)
+        for s in plan.steps
+        if s.id in records and records[s.id].status == "done"
+    ]
+    if not results:
+        return NO_RESULTS
+    team = ctx.team
+    model, name = ctx.models.for_role("synthesizer", team.model, team.model_kwargs)
+    messages = [
+        SystemMessage(prompts.synthesizer_system(team.name)),
+        HumanMessage(prompts.synthesizer_prompt(request, results)),
+    ]
+    reply = await call_model(model, messages, ctx, agent="synthesizer", model_name=name)
+    return reply.text

@@ -1,0 +1,110 @@
+"""The workflow pattern: plan → execute (eager, fault-isolated) → synthesize, on LangGraph.
+
+Checkpoints after each node; inside ``execute`` every finished step is written to the step ledger
+(keyed by step id) before its event goes out, so a resumed run re-runs no finished step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+
+from teamgraph.events import PlanCreated, RunStatus, TokenUsage
+from teamgraph.ledger import StepRecord
+from teamgraph.patterns._steps import execute_plan
+from teamgraph.patterns.synthesis import concat_report, llm_answer
+from teamgraph.plan import Plan, validate_plan
+from teamgraph.planning.planner import make_plan
+from teamgraph.run_context import RunContext
+from teamgraph.specs.team import TeamSpec
+
+
+class WorkflowState(TypedDict, total=False):
+    request: str
+    template: str | None
+    explicit_plan: dict[str, Any] | None
+    plan: dict[str, Any]
+    tier: str
+    notes: list[str]
+    planner_usage: dict[str, Any]
+    steps: dict[str, dict[str, Any]]
+    status: RunStatus
+    output: str
+
+
+async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
+    ctx = runtime.context
+    explicit = state.get("explicit_plan")
+    if explicit:
+        team = ctx.team
+        plan = validate_plan(
+            Plan.model_validate(explicit), [m.name for m in team.members], team.workflow.max_steps
+        )
+        tier, notes = "explicit", []
+    else:
+        decision = await make_plan(state["request"], ctx, state.get("template"))
+        plan, tier, notes = decision.plan, decision.tier, decision.notes
+    emit_plan(ctx, plan, tier)
+    spent = ctx.usage.by_agent.get("planner", TokenUsage())
+    return {
+        "plan": plan.model_dump(),
+        "tier": tier,
+        "notes": notes,
+        "steps": {},
+        "planner_usage": spent.model_dump(),
+    }
+
+
+def emit_plan(ctx: RunContext, plan: Plan, tier: str) -> None:
+    ctx.emit(
+        PlanCreated,
+        plan_name=plan.name,
+        tier=tier,
+        confidence=plan.confidence,
+        reasoning=plan.reasoning,
+        steps=[s.model_dump() for s in plan.steps],
+    )
+
+
+async def execute_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
+    records = await execute_plan(Plan.model_validate(state["plan"]), runtime.context)
+    return {"steps": {k: r.model_dump(mode="json") for k, r in records.items()}}
+
+
+async def synthesize_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
+    ctx = runtime.context
+    plan = Plan.model_validate(state["plan"])
+    records = {k: StepRecord.model_validate(v) for k, v in state["steps"].items()}
+    if ctx.team.workflow.synthesizer == "llm":
+        output = await llm_answer(state["request"], plan, records, ctx)
+    else:
+        output = concat_report(plan, records)
+    return {"output": output, "status": run_status(records, ctx.team.workflow.fail_fast)}
+
+
+def run_status(records: dict[str, StepRecord], fail_fast: bool) -> RunStatus:
+    statuses = [r.status for r in records.values()]
+    if all(s == "done" for s in statuses):
+        return "completed"
+    if fail_fast or "done" not in statuses:
+        return "failed"
+    return "completed_with_errors"
+
+
+def build(
+    team: TeamSpec, checkpointer: BaseCheckpointSaver[Any] | None = None
+) -> CompiledStateGraph[WorkflowState, RunContext, WorkflowState, WorkflowState]:
+    """The compiled workflow graph for ``team``."""
+    graph = StateGraph(WorkflowState, context_schema=RunContext)
+    graph.add_node("plan", plan_node)
+    graph.add_node("execute", execute_node)
+    graph.add_node("synthesize", synthesize_node)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "execute")
+    graph.add_edge("execute", "synthesize")
+    graph.add_edge("synthesize", END)
+    return graph.compile(checkpointer=checkpointer, name=team.name)

@@ -1,0 +1,129 @@
+"""The workflow planner's four tiers: template → model plan (one repair) → rules → one step."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import ValidationError
+
+from teamgraph import prompts
+from teamgraph.agents._model_call import call_model
+from teamgraph.events import PlannerTier
+from teamgraph.plan import Plan, Step, plan_errors
+from teamgraph.planning.routing import WorkerInfo
+from teamgraph.planning.rules import decompose
+from teamgraph.planning.templates import Template, instantiate, match_template
+from teamgraph.run_context import RunContext
+
+_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+@dataclass
+class PlanDecision:
+    """The plan, the tier that produced it, and why earlier tiers were passed over."""
+
+    plan: Plan
+    tier: PlannerTier
+    notes: list[str] = field(default_factory=list)
+
+
+async def make_plan(request: str, ctx: RunContext, template: str | None = None) -> PlanDecision:
+    """Run the tiers in order; the first valid plan wins."""
+    notes: list[str] = []
+    templates: dict[str, Template] = ctx.templates
+    if template:
+        found = templates.get(template)
+        if found is None:
+            notes.append(f"unknown template {template!r}; planning with the model instead")
+        else:
+            plan = _checked(instantiate(found, request), ctx, notes, f"template {template!r}")
+            if plan:
+                return PlanDecision(plan, "template", notes)
+    plan = await _model_plan(request, ctx, notes)
+    if plan:
+        return PlanDecision(plan, "llm", notes)
+    plan = _rules_plan(request, ctx, notes)
+    if plan:
+        return PlanDecision(plan, "rules", notes)
+    return PlanDecision(_single_step(request, ctx), "fallback", notes)
+
+
+async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan | None:
+    team, opts = ctx.team, ctx.team.workflow
+    model, model_name = ctx.models.for_role("planner", team.model, team.model_kwargs)
+    system = prompts.planner_system(
+        team.name,
+        [(m.name, m.description) for m in team.members],
+        [(t.name, t.description) for t in ctx.templates.values()],
+        opts.max_steps,
+    )
+    messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(request)]
+    for attempt in range(2):
+        try:
+            reply = await call_model(model, messages, ctx, agent="planner", model_name=model_name)
+        except Exception as exc:  # the planner's failure falls through to the rule tiers
+            notes.append(f"model planner failed: {type(exc).__name__}: {exc}")
+            return None
+        plan, errors = parse_plan(reply.text, [m.name for m in team.members], opts.max_steps)
+        if plan is not None and not errors:
+            if plan.confidence >= opts.confidence_threshold:
+                return plan
+            notes.append(
+                f"model plan confidence {plan.confidence:.2f} is under the threshold "
+                f"{opts.confidence_threshold:.2f}"
+            )
+            return None
+        notes.append(f"model plan invalid (attempt {attempt + 1}): {'; '.join(errors)}")
+        messages += [AIMessage(reply.text), HumanMessage(prompts.repair_message(errors))]
+    return None
+
+
+def parse_plan(text: str, workers: list[str], max_steps: int) -> tuple[Plan | None, list[str]]:
+    """A plan from a model reply (bare or fenced JSON), and every rule it breaks."""
+    match = _FENCED.search(text)
+    raw = match.group(1) if match else text[text.find("{") : text.rfind("}") + 1]
+    try:
+        plan = Plan.model_validate(json.loads(raw))
+    except json.JSONDecodeError as exc:
+        return None, [f"reply is not valid JSON: {exc}"]
+    except ValidationError as exc:
+        return None, [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+    return plan, plan_errors(plan, workers, max_steps)
+
+
+def _rules_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan | None:
+    matched = match_template(request, ctx.templates)
+    if matched is not None:
+        plan = _checked(instantiate(matched, request), ctx, notes, f"template {matched.name!r}")
+        if plan:
+            return plan
+    team = ctx.team
+    workers = [WorkerInfo(m.name, m.description) for m in team.members]
+    plan = decompose(request, workers, team.default_worker, max_steps=team.workflow.max_steps)
+    if plan.confidence >= team.workflow.confidence_threshold and not plan_errors(
+        plan, [w.name for w in workers], team.workflow.max_steps
+    ):
+        return plan
+    notes.append("no decomposition rule matched the request")
+    return None
+
+
+def _checked(plan: Plan, ctx: RunContext, notes: list[str], what: str) -> Plan | None:
+    errors = plan_errors(plan, [m.name for m in ctx.team.members], ctx.team.workflow.max_steps)
+    if errors:
+        notes.append(f"{what} does not fit this team: {'; '.join(errors)}")
+        return None
+    return plan
+
+
+def _single_step(request: str, ctx: RunContext) -> Plan:
+    worker = ctx.team.default_worker
+    return Plan(
+        name="Single step",
+        reasoning=f"No plan could be made; the default worker {worker!r} takes the request.",
+        confidence=0.0,
+        steps=[Step(id="answer", worker=worker, task=request)],
+    )

@@ -1,0 +1,75 @@
+"""The prompts teamgraph sends to models. The offline model recognises them by their headers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+PLANNER_HEADER = "You are the planner of the team"
+SYNTHESIZER_HEADER = "You are the synthesizer of the team"
+WORKERS_HEADING = "## Workers"
+TEMPLATES_HEADING = "## Templates"
+CONTEXT_HEADING = "## Context from previous steps"
+STEP_RESULTS_HEADING = "## Step results"
+REQUEST_HEADING = "## Request"
+
+PLAN_JSON_SHAPE = (
+    '{"name": "<short plan name>", "reasoning": "<why these steps>", "confidence": <0..1>, '
+    '"entities": ["<key things the request is about>"], "steps": [{"id": "<unique_id>", '
+    '"worker": "<worker name>", "task": "<self-contained instruction>", "depends_on": ["<id>"]}]}'
+)
+
+
+def planner_system(
+    team: str,
+    workers: Iterable[tuple[str, str]],
+    templates: Iterable[tuple[str, str]],
+    max_steps: int,
+) -> str:
+    """System prompt of the workflow planner: lists workers and templates automatically."""
+    worker_lines = "\n".join(f"- {name}: {desc}" for name, desc in workers)
+    template_lines = "\n".join(f"- {name}: {desc}" for name, desc in templates) or "- (none)"
+    return (
+        f"{PLANNER_HEADER} {team!r}. Break the user's request into steps for the workers below. "
+        "Steps that do not depend on each other run in parallel; a step sees only the outputs "
+        "of the steps it depends on.\n\n"
+        f"{WORKERS_HEADING}\n{worker_lines}\n\n"
+        f"{TEMPLATES_HEADING} (known plans you may follow)\n{template_lines}\n\n"
+        "## Output\n"
+        f"Respond with one JSON object and nothing else, shaped like:\n{PLAN_JSON_SHAPE}\n"
+        f"Use between 1 and {max_steps} steps, unique ids, only the workers listed, and "
+        "depends_on only ids of other steps (no cycles). Set confidence to how sure you are that "
+        "the plan answers the request."
+    )
+
+
+def repair_message(errors: list[str]) -> str:
+    """Sent back to the planner once when its plan fails validation."""
+    listed = "\n".join(f"- {e}" for e in errors)
+    return (
+        f"Your plan is invalid:\n{listed}\n\nReturn a corrected plan as one JSON object "
+        "with the same shape, and nothing else."
+    )
+
+
+def worker_system(name: str, description: str, instructions: str) -> str:
+    return f"You are {name}, {description}\n\n{instructions}".strip()
+
+
+def worker_prompt(task: str, context: list[tuple[str, str]]) -> str:
+    """The task, plus the outputs of the step's own dependencies, each labelled by step id."""
+    if not context:
+        return task
+    blocks = "\n\n".join(f"### {step_id}\n{output}" for step_id, output in context)
+    return f"{task}\n\n{CONTEXT_HEADING}\n\n{blocks}"
+
+
+def synthesizer_system(team: str) -> str:
+    return (
+        f"{SYNTHESIZER_HEADER} {team!r}. Using only the step results below, write the final "
+        "answer to the user's request. Be complete and concise; say where results are missing."
+    )
+
+
+def synthesizer_prompt(request: str, results: list[tuple[str, str, str]]) -> str:
+    blocks = "\n\n".join(f"### {sid} ({worker})\n{output}" for sid, worker, output in results)
+    return f"{REQUEST_HEADING}\n{request}\n\n{STEP_RESULTS_HEADING}\n\n{blocks}"

@@ -1,0 +1,68 @@
+"""What every node of a running team can reach: identity, event emission, models, tools, usage."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langchain_core.tools import BaseTool
+
+from teamgraph.events import BaseEvent
+from teamgraph.ledger import StepLedger
+from teamgraph.llm.provider import ModelProvider
+from teamgraph.llm.usage import UsageTracker
+from teamgraph.specs.agent import AgentSpec
+from teamgraph.specs.team import TeamSpec
+from teamgraph.tools.registry import ToolRegistry, ToolResources
+
+E = TypeVar("E", bound=BaseEvent)
+
+
+class Emitter:
+    """Stamps events with the run id, the next ``seq`` and a path, and hands them to a sink."""
+
+    def __init__(
+        self,
+        run_id: str,
+        sink: Callable[[BaseEvent], None],
+        start_seq: int = 0,
+        parent_id: str | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.sink = sink
+        self.seq = start_seq
+        self.parent_id = parent_id
+
+    def emit(self, cls: type[E], path: list[str], **fields: Any) -> E:
+        self.seq += 1
+        event = cls(run_id=self.run_id, seq=self.seq, path=path, parent_id=self.parent_id, **fields)
+        self.sink(event)
+        return event
+
+
+@dataclass
+class RunContext:
+    """Run-scoped dependencies, passed to graph nodes as LangGraph's runtime context."""
+
+    run_id: str
+    thread_id: str
+    team: TeamSpec
+    emitter: Emitter
+    models: ModelProvider
+    tools: ToolRegistry
+    tool_resources: ToolResources
+    ledger: StepLedger
+    usage: UsageTracker
+    templates: dict[str, Any] = field(default_factory=dict)
+    _tool_cache: dict[str, list[BaseTool]] = field(default_factory=dict)
+
+    def emit(self, cls: type[E], *path: str, **fields: Any) -> E:
+        return self.emitter.emit(cls, [self.team.name, *path], **fields)
+
+    def tools_for(self, agent: AgentSpec) -> list[BaseTool]:
+        if agent.name not in self._tool_cache:
+            self._tool_cache[agent.name] = [
+                self.tools.build(name, self.tool_resources) for name in agent.tools
+            ]
+        return self._tool_cache[agent.name]

@@ -1,0 +1,1 @@
+"""Running teams: the runner, the storage backend and the Python-facing facade."""

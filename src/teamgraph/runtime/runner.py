@@ -1,0 +1,217 @@
+"""The runner: one way to run a team, shared by the Python API, the CLI and the server.
+
+It compiles the team's graph once, runs it on a thread with the checkpointer, turns everything the
+graph does into :mod:`teamgraph.events`, accounts usage and cost, and resumes interrupted runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import suppress
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+
+from teamgraph.config import Settings
+from teamgraph.errors import UsageError
+from teamgraph.events import (
+    BaseEvent,
+    Event,
+    Resumed,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    TokenUsage,
+)
+from teamgraph.ledger import StepLedger, StoreLedger
+from teamgraph.llm.pricing import PriceTable
+from teamgraph.llm.provider import ModelProvider
+from teamgraph.llm.usage import UsageTracker
+from teamgraph.patterns import workflow
+from teamgraph.plan import Plan
+from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, Template, load_templates
+from teamgraph.result import RunResult, StepResult
+from teamgraph.run_context import Emitter, RunContext
+from teamgraph.runtime.backend import Backend
+from teamgraph.specs.team import TeamSpec
+from teamgraph.storage.models import utcnow
+from teamgraph.tools.registry import ToolRegistry, ToolResources, builtin_registry
+
+TERMINAL = {"completed", "completed_with_errors", "failed", "cancelled"}
+
+
+class Runner:
+    """Runs one team against a :class:`Backend`."""
+
+    def __init__(
+        self,
+        team: TeamSpec,
+        backend: Backend,
+        *,
+        settings: Settings | None = None,
+        models: Mapping[str, BaseChatModel] | None = None,
+        model: BaseChatModel | None = None,
+        registry: ToolRegistry | None = None,
+        ledger: StepLedger | None = None,
+    ) -> None:
+        self.team = team
+        self.backend = backend
+        self.settings = settings or Settings()
+        self.models = ModelProvider(self.settings, models, model)
+        self.registry = registry or builtin_registry()
+        self.ledger = ledger or StoreLedger(backend.store)
+        self.prices = PriceTable.load(self.settings.prices_file)
+        self.templates: dict[str, Template] = load_templates(
+            [BUILTIN_TEMPLATES_DIR, *self.settings.templates_dirs, *team.workflow.templates_dirs]
+        )
+        self.graph = workflow.build(team, backend.checkpointer)
+
+    async def stream(
+        self,
+        request: str,
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        template: str | None = None,
+        plan: Plan | None = None,
+    ) -> AsyncIterator[Event]:
+        """Start a run and yield its events as they happen."""
+        run_id = run_id or uuid.uuid4().hex
+        thread_id = thread_id or run_id
+        if self.team.knowledge:
+            await asyncio.to_thread(self.backend.knowledge.ingest, self.team.knowledge)
+        await self.backend.runs.create(
+            id=run_id, thread_id=thread_id, team_name=self.team.name,
+            team_spec=self.team.model_dump(mode="json"), pattern=self.team.pattern,
+            input=request, template=template, status="running",
+        )
+        queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
+        ctx = self._context(run_id, thread_id, Emitter(run_id, queue.put_nowait))
+        ctx.emit(RunStarted, team=self.team.name, pattern=self.team.pattern, input=request,
+                 thread_id=thread_id)
+        graph_input = {
+            "request": request,
+            "template": template,
+            "explicit_plan": plan.model_dump() if plan else None,
+        }
+        async for event in self._drive(graph_input, ctx, queue):
+            yield event
+
+    async def resume_stream(self, run_id: str) -> AsyncIterator[Event]:
+        """Continue an interrupted run: finished steps are taken from the ledger, not re-run."""
+        row = await self.backend.runs.get(run_id)
+        if row.status in TERMINAL:
+            raise UsageError(f"run {run_id} already ended with status {row.status!r}")
+        queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
+        ctx = self._context(run_id, row.thread_id, Emitter(run_id, queue.put_nowait, row.last_seq))
+        state = (await self.graph.aget_state(self._config(row.thread_id))).values
+        if state.get("planner_usage"):
+            ctx.usage.add("planner", None, TokenUsage.model_validate(state["planner_usage"]))
+        done = await self.ledger.load(run_id)
+        ctx.emit(Resumed, completed_steps=sorted(k for k, r in done.items() if r.status == "done"))
+        if state.get("plan"):
+            workflow.emit_plan(ctx, Plan.model_validate(state["plan"]), state.get("tier", "llm"))
+        await self.backend.runs.update(run_id, status="running")
+        async for event in self._drive(None, ctx, queue):
+            yield event
+
+    async def run(self, request: str, **options: Any) -> RunResult:
+        """Run to the end and return the result."""
+        run_id = options.pop("run_id", None) or uuid.uuid4().hex
+        async for _ in self.stream(request, run_id=run_id, **options):
+            pass
+        return await self.result(run_id)
+
+    async def resume(self, run_id: str) -> RunResult:
+        async for _ in self.resume_stream(run_id):
+            pass
+        return await self.result(run_id)
+
+    async def result(self, run_id: str) -> RunResult:
+        """The stored result of a run (finished or not)."""
+        row = await self.backend.runs.get(run_id)
+        state = (await self.graph.aget_state(self._config(row.thread_id))).values
+        plan = state.get("plan")
+        records = await self.ledger.load(run_id)
+        steps = [
+            StepResult(id=s["id"], worker=s["worker"], task=s["task"], **_record(records, s["id"]))
+            for s in (plan or {}).get("steps", [])
+        ]
+        return RunResult(
+            run_id=run_id, thread_id=row.thread_id, status=row.status,  # type: ignore[arg-type]
+            output=row.output or "", error=row.error or "", planner_tier=row.planner_tier,
+            plan=plan, steps=steps,
+            usage=TokenUsage(input_tokens=row.input_tokens, output_tokens=row.output_tokens,
+                             cost_usd=row.cost_usd),
+            usage_by_agent={k: TokenUsage.model_validate(v) for k, v in row.usage_by_agent.items()},
+        )
+
+    def _context(self, run_id: str, thread_id: str, emitter: Emitter) -> RunContext:
+        return RunContext(
+            run_id=run_id, thread_id=thread_id, team=self.team, emitter=emitter,
+            models=self.models, tools=self.registry,
+            tool_resources=ToolResources(knowledge=self.backend.knowledge),
+            ledger=self.ledger, usage=UsageTracker(self.prices), templates=self.templates,
+        )
+
+    def _config(self, thread_id: str) -> RunnableConfig:
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
+
+    async def _drive(
+        self, graph_input: dict[str, Any] | None, ctx: RunContext,
+        queue: asyncio.Queue[BaseEvent | None],
+    ) -> AsyncIterator[Event]:
+        task = asyncio.create_task(self._invoke(graph_input, ctx, queue))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event  # type: ignore[misc]
+        finally:
+            if not task.done():
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+            else:
+                task.result()
+
+    async def _invoke(
+        self, graph_input: dict[str, Any] | None, ctx: RunContext,
+        queue: asyncio.Queue[BaseEvent | None],
+    ) -> None:
+        try:
+            final = await self.graph.ainvoke(
+                graph_input, self._config(ctx.thread_id), context=ctx, durability="sync"
+            )
+            await self._finish(ctx, final)
+        except asyncio.CancelledError:
+            ctx.emit(RunCancelled, reason="cancelled")
+            await self._save(ctx, status="cancelled", error="cancelled")
+            raise
+        except Exception as exc:
+            ctx.emit(RunFailed, error=f"{type(exc).__name__}: {exc}")
+            await self._save(ctx, status="failed", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            queue.put_nowait(None)
+
+    async def _finish(self, ctx: RunContext, final: dict[str, Any]) -> None:
+        status, output = final.get("status", "completed"), final.get("output", "")
+        ctx.emit(RunCompleted, status=status, output=output, usage=ctx.usage.total)
+        await self._save(ctx, status=status, output=output, planner_tier=final.get("tier"))
+
+    async def _save(self, ctx: RunContext, **fields: Any) -> None:
+        total = ctx.usage.total
+        await self.backend.runs.update(
+            ctx.run_id, input_tokens=total.input_tokens, output_tokens=total.output_tokens,
+            cost_usd=total.cost_usd, last_seq=ctx.emitter.seq, finished_at=utcnow(),
+            usage_by_agent={k: v.model_dump() for k, v in ctx.usage.by_agent.items()}, **fields,
+        )
+
+
+def _record(records: Mapping[str, Any], step_id: str) -> dict[str, Any]:
+    record = records.get(step_id)
+    if record is None:
+        return {"status": "pending"}
+    return record.model_dump(include={"status", "output", "error", "elapsed_s", "usage"})

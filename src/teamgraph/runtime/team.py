@@ -1,0 +1,76 @@
+"""The Python API: ``Team.from_yaml(path)``, ``await team.run(...)``, ``team.stream(...)``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from teamgraph.config import Settings
+from teamgraph.events import Event
+from teamgraph.result import RunResult
+from teamgraph.runtime.backend import open_backend
+from teamgraph.runtime.runner import Runner
+from teamgraph.specs.loader import check_tools, load_team_file, team_from_dict
+from teamgraph.specs.team import TeamSpec
+from teamgraph.tools.registry import ToolRegistry, builtin_registry
+
+
+class Team:
+    """A team spec plus what it needs to run: settings, models, tools.
+
+    ``models`` maps a role (an agent's name, ``planner`` or ``synthesizer``) to a chat model
+    instance; ``model`` replaces every role's model (handy with :mod:`teamgraph.testing`)."""
+
+    def __init__(
+        self,
+        spec: TeamSpec,
+        *,
+        settings: Settings | None = None,
+        models: Mapping[str, BaseChatModel] | None = None,
+        model: BaseChatModel | None = None,
+        registry: ToolRegistry | None = None,
+    ) -> None:
+        self.registry = registry or builtin_registry()
+        check_tools(spec, self.registry.names(), spec.name)
+        self.spec = spec
+        self.settings = settings or Settings()
+        self.models = models
+        self.model = model
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, **options: Any) -> Team:
+        registry = options.get("registry") or builtin_registry()
+        return cls(load_team_file(path, registry.names()), **{**options, "registry": registry})
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **options: Any) -> Team:
+        return cls(team_from_dict(data), **options)
+
+    @asynccontextmanager
+    async def runner(self) -> AsyncIterator[Runner]:
+        """A runner with its storage open, for several calls in a row."""
+        async with open_backend(self.settings) as backend:
+            yield Runner(
+                self.spec, backend, settings=self.settings, models=self.models,
+                model=self.model, registry=self.registry,
+            )
+
+    async def run(self, request: str, **options: Any) -> RunResult:
+        """Run the team on ``request`` to the end (options: thread_id, run_id, template, plan)."""
+        async with self.runner() as runner:
+            return await runner.run(request, **options)
+
+    async def stream(self, request: str, **options: Any) -> AsyncIterator[Event]:
+        """Run the team and yield every event as it happens."""
+        async with self.runner() as runner:
+            async for event in runner.stream(request, **options):
+                yield event
+
+    async def resume(self, run_id: str) -> RunResult:
+        """Finish an interrupted run without re-running its finished steps."""
+        async with self.runner() as runner:
+            return await runner.resume(run_id)

@@ -1,0 +1,98 @@
+"""What a run looks like so far, folded from its events (used by the CLI's live table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from teamgraph.events import (
+    BaseEvent,
+    PlanCreated,
+    Resumed,
+    RunCompleted,
+    RunFailed,
+    StepCompleted,
+    StepFailed,
+    StepSkipped,
+    StepStarted,
+    StepState,
+    TokenUsage,
+    UsageRecorded,
+)
+
+
+@dataclass
+class StepView:
+    id: str
+    worker: str
+    task: str
+    state: StepState = "pending"
+    started_ts: float | None = None
+    elapsed_s: float | None = None
+    tokens: int = 0
+    detail: str = ""
+
+
+@dataclass
+class RunView:
+    """The state of one run, updated event by event."""
+
+    run_id: str = ""
+    plan_name: str = ""
+    tier: str = ""
+    confidence: float = 0.0
+    steps: dict[str, StepView] = field(default_factory=dict)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    status: str = "running"
+    output: str = ""
+    error: str = ""
+    done_before_resume: list[str] = field(default_factory=list)
+
+    def apply(self, event: BaseEvent) -> None:
+        self.run_id = event.run_id
+        handler = getattr(self, f"_on_{type(event).__name__}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_PlanCreated(self, e: PlanCreated) -> None:
+        self.plan_name, self.tier, self.confidence = e.plan_name, e.tier, e.confidence
+        self.steps = {s["id"]: StepView(s["id"], s["worker"], s["task"]) for s in e.steps}
+        for step_id in self.done_before_resume:
+            if step_id in self.steps:
+                self.steps[step_id].state = "done"
+                self.steps[step_id].detail = "done before resume"
+
+    def _on_Resumed(self, e: Resumed) -> None:
+        self.done_before_resume = list(e.completed_steps)
+
+    def _on_StepStarted(self, e: StepStarted) -> None:
+        step = self._step(e.step_id, e.worker)
+        step.state, step.started_ts = "running", e.ts.timestamp()
+
+    def _on_StepCompleted(self, e: StepCompleted) -> None:
+        step = self._step(e.step_id, e.worker)
+        step.state, step.elapsed_s = "done", e.elapsed_s
+        step.tokens = e.usage.total_tokens
+
+    def _on_StepFailed(self, e: StepFailed) -> None:
+        step = self._step(e.step_id, e.worker)
+        step.state, step.elapsed_s, step.detail = "failed", e.elapsed_s, e.error
+
+    def _on_StepSkipped(self, e: StepSkipped) -> None:
+        step = self._step(e.step_id, e.worker)
+        step.state, step.detail = "skipped", e.reason
+
+    def _on_UsageRecorded(self, e: UsageRecorded) -> None:
+        self.usage = self.usage + e.usage
+        if e.step_id and e.step_id in self.steps:
+            self.steps[e.step_id].tokens += e.usage.total_tokens
+
+    def _on_RunCompleted(self, e: RunCompleted) -> None:
+        self.status, self.output, self.usage = e.status, e.output, e.usage
+
+    def _on_RunFailed(self, e: RunFailed) -> None:
+        self.status, self.error = "failed", e.error
+
+    def _step(self, step_id: str, worker: str) -> StepView:
+        if step_id not in self.steps:
+            self.steps[step_id] = StepView(step_id, worker, "")
+        return self.steps[step_id]

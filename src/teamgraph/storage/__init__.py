@@ -1,0 +1,1 @@
+"""Application tables (SQLAlchemy 2, async)."""

@@ -1,0 +1,51 @@
+"""The run repository: create, update, fetch and list runs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from teamgraph.errors import RunNotFound
+from teamgraph.storage.models import Base, RunRow, utcnow
+
+
+class RunRepository:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.sessions = async_sessionmaker(engine, expire_on_commit=False)
+
+    async def create_tables(self) -> None:
+        async with self.engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+
+    async def create(self, **fields: Any) -> RunRow:
+        row = RunRow(**fields)
+        async with self.sessions.begin() as session:
+            session.add(row)
+        return row
+
+    async def update(self, run_id: str, **fields: Any) -> None:
+        async with self.sessions.begin() as session:
+            row = await session.get(RunRow, run_id)
+            if row is None:
+                raise RunNotFound(f"no run with id {run_id!r}")
+            for key, value in fields.items():
+                setattr(row, key, value)
+            row.updated_at = utcnow()
+
+    async def get(self, run_id: str) -> RunRow:
+        async with self.sessions() as session:
+            row = await session.get(RunRow, run_id)
+        if row is None:
+            raise RunNotFound(f"no run with id {run_id!r}")
+        return row
+
+    async def list(self, limit: int = 50, since: datetime | None = None) -> list[RunRow]:
+        query = select(RunRow).order_by(RunRow.created_at.desc()).limit(limit)
+        if since is not None:
+            query = query.where(RunRow.created_at >= since)
+        async with self.sessions() as session:
+            return list((await session.scalars(query)).all())

@@ -1,0 +1,74 @@
+"""One registry of LangChain tools: built-ins and ``module:function`` references alike."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.tools import BaseTool, tool
+
+from teamgraph.errors import ToolNotFound
+
+
+@dataclass
+class ToolResources:
+    """What tool factories may need from the running system."""
+
+    knowledge: Any = None  # teamgraph.knowledge.KnowledgeBase, when the team has one
+
+
+ToolFactory = Callable[[ToolResources], BaseTool]
+
+
+class ToolRegistry:
+    """Maps tool names to factories; ``package.module:function`` names import on demand."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, ToolFactory] = {}
+
+    def register(self, name: str, factory: ToolFactory) -> None:
+        self._factories[name] = factory
+
+    def names(self) -> list[str]:
+        return sorted(self._factories)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._factories
+
+    def build(self, name: str, resources: ToolResources) -> BaseTool:
+        if name in self._factories:
+            return self._factories[name](resources)
+        if ":" in name:
+            return import_tool(name)
+        raise ToolNotFound(f"unknown tool {name!r} (available: {', '.join(self.names())})")
+
+
+def import_tool(reference: str) -> BaseTool:
+    """Load ``package.module:attribute``: a ``BaseTool`` as is, a plain function wrapped as one."""
+    module_name, _, attr = reference.partition(":")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ToolNotFound(f"cannot import tool {reference!r}: {exc}") from None
+    if isinstance(target, BaseTool):
+        return target
+    if callable(target):
+        return tool(target)
+    raise ToolNotFound(f"tool {reference!r} is neither a LangChain tool nor a function")
+
+
+def builtin_registry() -> ToolRegistry:
+    """The registry with teamgraph's built-in tools."""
+    from teamgraph.tools.search_docs import make_search_docs_tool
+
+    registry = ToolRegistry()
+
+    def search_docs(resources: ToolResources) -> BaseTool:
+        if resources.knowledge is None:
+            raise ToolNotFound("search_docs needs a knowledge base; none is configured")
+        return make_search_docs_tool(resources.knowledge)
+
+    registry.register("search_docs", search_docs)
+    return registry
