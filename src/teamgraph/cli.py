@@ -223,3 +223,7 @@ def ingest(
     console.print(f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
                   f"{report.files_removed} removed; {report.chunks} chunk(s) written; "
                   f"{kb.count()} chunk(s) in the index")
+
+
+if __name__ == "__main__":
+    app()

@@ -14,7 +14,7 @@ from teamgraph.agents._model_call import call_model
 from teamgraph.events import PlannerTier
 from teamgraph.plan import Plan, Step, plan_errors
 from teamgraph.planning.routing import WorkerInfo
-from teamgraph.planning.rules import decompose
+from teamgraph.planning.rules import FALLBACK_CONFIDENCE, decompose
 from teamgraph.planning.templates import Template, instantiate, match_template
 from teamgraph.run_context import RunContext
 
@@ -95,19 +95,20 @@ def parse_plan(text: str, workers: list[str], max_steps: int) -> tuple[Plan | No
 
 
 def _rules_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan | None:
-    matched = match_template(request, ctx.templates)
-    if matched is not None:
-        plan = _checked(instantiate(matched, request), ctx, notes, f"template {matched.name!r}")
-        if plan:
-            return plan
+    """A decomposition rule when one fires, else the best-matching template."""
     team = ctx.team
     workers = [WorkerInfo(m.name, m.description) for m in team.members]
     plan = decompose(request, workers, team.default_worker, max_steps=team.workflow.max_steps)
-    if plan.confidence >= team.workflow.confidence_threshold and not plan_errors(
+    if plan.confidence > FALLBACK_CONFIDENCE and not plan_errors(
         plan, [w.name for w in workers], team.workflow.max_steps
     ):
         return plan
-    notes.append("no decomposition rule matched the request")
+    matched = match_template(request, ctx.templates)
+    if matched is not None:
+        found = _checked(instantiate(matched, request), ctx, notes, f"template {matched.name!r}")
+        if found:
+            return found
+    notes.append("no decomposition rule or template matched the request")
     return None
 
 

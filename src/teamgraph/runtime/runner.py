@@ -41,7 +41,7 @@ from teamgraph.specs.team import TeamSpec
 from teamgraph.storage.models import utcnow
 from teamgraph.tools.registry import ToolRegistry, ToolResources, builtin_registry
 
-TERMINAL = {"completed", "completed_with_errors", "failed", "cancelled"}
+TERMINAL = {"completed", "completed_with_errors"}  # failed or cancelled runs may resume
 
 
 class Runner:
@@ -80,6 +80,8 @@ class Runner:
         plan: Plan | None = None,
     ) -> AsyncIterator[Event]:
         """Start a run and yield its events as they happen."""
+        if not request.strip():
+            raise UsageError("the request is empty: say what the team should do")
         run_id = run_id or uuid.uuid4().hex
         thread_id = thread_id or run_id
         if self.team.knowledge:

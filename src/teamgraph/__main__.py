@@ -1,0 +1,3 @@
+from teamgraph.cli import app
+
+app()

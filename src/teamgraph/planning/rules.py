@@ -1,0 +1,179 @@
+"""Deterministic, rule-based decomposition of a request into a plan (no LLM involved)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from teamgraph.plan import Plan, Step
+from teamgraph.planning.parsing import Comparison, has_cjk, parse_comparison, split_sequence
+from teamgraph.planning.routing import WorkerInfo, route
+
+COMPARISON_CONFIDENCE = 0.8
+SEQUENCE_CONFIDENCE = 0.7
+FALLBACK_CONFIDENCE = 0.3
+
+
+def decompose(
+    request: str,
+    workers: Sequence[WorkerInfo],
+    default: str | None = None,
+    *,
+    max_steps: int = 10,
+) -> Plan:
+    """Split ``request`` into a plan by the first rule that matches.
+
+    Rules, in order: an ordered sequence ("first A, then B", "1. A 2. B", "首先A，然后B") becomes
+    a chain (confidence 0.7); a comparison ("compare A and B on X, Y", "A vs B: X, Y",
+    "比较 A 和 B 的X、Y") becomes parallel research steps plus a summary (0.8); anything else
+    is one step (0.3). Every step goes to ``route(task, workers, default)``; the plan has at
+    most ``max_steps`` steps. Raises :class:`ValueError` for an empty request, no workers or
+    ``max_steps < 1``.
+    """
+    text = request.strip()
+    if not text or not workers or max_steps < 1:
+        raise ValueError("decompose() needs a non-empty request, workers and max_steps >= 1")
+    parts = split_sequence(text)
+    if parts and max_steps > 1:
+        return _chain_plan(parts, workers, default, max_steps)
+    comparison = parse_comparison(text)
+    if comparison is not None and max_steps > 1:
+        return _comparison_plan(comparison, workers, default, max_steps)
+    if parts or comparison:
+        reason = "A decomposition rule matched but max_steps=1 allows a single step"
+        return _single_plan(text, workers, default, reason, SEQUENCE_CONFIDENCE)
+    reason = "No decomposition rule matched; the whole request is one step"
+    return _single_plan(text, workers, default, reason, FALLBACK_CONFIDENCE)
+
+
+def _single_plan(
+    text: str, workers: Sequence[WorkerInfo], default: str | None, reason: str, confidence: float
+) -> Plan:
+    worker = route(text, workers, default)
+    return Plan(
+        name="single step",
+        reasoning=f"{reason} (routed to {worker!r}).",
+        confidence=confidence,
+        steps=[Step(id="task", worker=worker, task=text)],
+    )
+
+
+def _chain_plan(
+    parts: list[str], workers: Sequence[WorkerInfo], default: str | None, max_steps: int
+) -> Plan:
+    glue = "；然后" if has_cjk(" ".join(parts)) else "; then "
+    tasks = [glue.join(group) for group in _groups(parts, max_steps)]
+    steps = [
+        Step(
+            id=f"step_{i}",
+            worker=route(task, workers, default),
+            task=task,
+            depends_on=[f"step_{i - 1}"] if i > 1 else [],
+        )
+        for i, task in enumerate(tasks, start=1)
+    ]
+    return Plan(
+        name=f"Sequence of {len(steps)} steps",
+        reasoning=f"Sequence rule matched: the request lists {len(parts)} ordered parts; "
+        "each step depends on the previous one.",
+        confidence=SEQUENCE_CONFIDENCE,
+        steps=steps,
+    )
+
+
+_TEXTS: dict[bool, dict[str, str]] = {  # keyed by "is the request Chinese"
+    False: {
+        "name": "Compare {names}",
+        "aspect": "Research {label} of {names}: find facts about each and how they differ.",
+        "entity": "Research {label}: find the key facts, strengths and weaknesses.",
+        "summary": "Write a summary comparing {names} on {aspects}, based on the research "
+        "findings.",
+        "compare": "Compare {names}: weigh their similarities and differences, evaluate the "
+        "trade-offs and recommend one.",
+    },
+    True: {
+        "name": "比较{names}",
+        "aspect": "调研{names}的{label}：查找各自的资料和事实，以及它们的不同之处。",
+        "entity": "调研{label}：查找关键资料和事实，以及优点和缺点。",
+        "summary": "撰写总结报告：综合{names}在{aspects}方面的调研结果，给出结论。",
+        "compare": "比较{names}：权衡各自的异同与优劣，评估取舍并给出建议。",
+    },
+}
+
+
+def _comparison_plan(
+    comparison: Comparison, workers: Sequence[WorkerInfo], default: str | None, max_steps: int
+) -> Plan:
+    zh = comparison.chinese
+    names = _join(list(comparison.entities), zh)
+    aspects = _join(list(comparison.aspects), zh) if comparison.aspects else ""
+    if comparison.aspects:
+        parts = _research_tasks(comparison.aspects, names, zh, max_steps - 1)
+        parts.append(("summary", _text(zh, "summary", names=names, aspects=aspects)))
+        shape = f"{len(comparison.aspects)} aspects; one research step per aspect, then a summary"
+    else:
+        parts = _research_tasks(comparison.entities, None, zh, max_steps - 1)
+        parts.append(("compare", _text(zh, "compare", names=names)))
+        shape = "no aspects; one research step per entity, then a comparison"
+    steps = [Step(id=i, worker=route(task, workers, default), task=task) for i, task in parts]
+    steps[-1].depends_on = [s.id for s in steps[:-1]]
+    return Plan(
+        name=_text(zh, "name", names=names),
+        reasoning=f"Comparison rule matched: {len(comparison.entities)} entities "
+        f"({', '.join(comparison.entities)}) and {shape}.",
+        confidence=COMPARISON_CONFIDENCE,
+        entities=list(comparison.entities),
+        steps=steps,
+    )
+
+
+def _research_tasks(
+    items: Sequence[str], names: str | None, chinese: bool, limit: int
+) -> list[tuple[str, str]]:
+    """(id, task) of one research step per aspect of ``names`` (or per entity if ``names`` is
+    None), merging the items past ``limit`` into the last step."""
+    kind = "entity" if names is None else "aspect"
+    tasks: list[tuple[str, str]] = []
+    for i, group in enumerate(_groups(list(items), limit), start=1):
+        task = _text(chinese, kind, label=_join(group, chinese), names=names or "")
+        base = step_id = _slug_id(group, f"{kind}_{i}")
+        n = 2
+        while step_id in {t[0] for t in tasks}:
+            step_id, n = f"{base}_{n}", n + 1
+        tasks.append((step_id, task))
+    return tasks
+
+
+def _text(chinese: bool, key: str, **values: str) -> str:
+    """A task text; ``str.format`` only parses the template, so braces in values are safe."""
+    text = _TEXTS[chinese][key].format(**values)
+    return _space(text) if chinese else text
+
+
+def _groups(items: list[str], limit: int) -> list[list[str]]:
+    """One group per item; past ``limit`` the last group holds all the remaining items."""
+    if len(items) <= limit:
+        return [[item] for item in items]
+    return [[item] for item in items[: limit - 1]] + [items[limit - 1 :]]
+
+
+def _join(items: list[str], chinese: bool) -> str:
+    if len(items) == 1:
+        return items[0]
+    if chinese:
+        return "、".join(items[:-1]) + "和" + items[-1]
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _slug_id(group: list[str], fallback: str) -> str:
+    """``research_<slug>`` for an ASCII item (``_and_more`` if merged), else ``fallback``."""
+    slug = re.sub(r"[^a-z0-9]+", "_", group[0].lower()).strip("_")[:40].rstrip("_")
+    if not group[0].isascii() or not slug:
+        return fallback
+    return f"research_{slug}" + ("_and_more" if len(group) > 1 else "")
+
+
+def _space(text: str) -> str:
+    """Chinese typography: a space between CJK characters and ASCII letters or digits."""
+    text = re.sub(r"([\u4e00-\u9fff])([A-Za-z0-9])", r"\1 \2", text)
+    return re.sub(r"([A-Za-z0-9])([\u4e00-\u9fff])", r"\1 \2", text)

@@ -1,0 +1,298 @@
+"""Rule-based planning: routing, decomposition rules and plan templates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from teamgraph.errors import PlanValidationError, SpecError
+from teamgraph.plan import plan_errors
+from teamgraph.planning.routing import WorkerInfo, overlap_score, route, tokenize
+from teamgraph.planning.rules import decompose
+from teamgraph.planning.templates import (
+    BUILTIN_TEMPLATES_DIR,
+    Template,
+    instantiate,
+    load_templates,
+    match_template,
+)
+from teamgraph.specs.builtin import BUILTIN_WORKERS
+
+WORKERS = [WorkerInfo(spec.name, spec.description) for spec in BUILTIN_WORKERS.values()]
+NAMES = [w.name for w in WORKERS]
+
+
+# --- routing ---------------------------------------------------------------------------------
+def test_tokenize_english_and_chinese() -> None:
+    assert tokenize("数据库安全") == ["数据", "据库", "库安", "安全"]
+    assert tokenize("The databases and the database") == ["databas", "databas"]
+    assert tokenize("Debugging, writes, summaries") == ["debug", "writ", "summary"]
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ("Look up the history of the Roman empire", "researcher"),
+        ("Fix the bug in my sorting function", "coder"),
+        ("Calculate the ROI and evaluate the options", "analyst"),
+        ("Summarize the meeting notes", "writer"),
+        ("Check the report for errors", "critic"),
+        ("调研数据库安全", "researcher"),
+        ("分析销售数据", "analyst"),
+        ("撰写总结报告", "writer"),
+        ("写一段代码实现快速排序", "coder"),
+        ("审查这篇文章", "critic"),
+    ],
+)
+def test_route_builtin_workers(task: str, expected: str) -> None:
+    assert route(task, WORKERS) == expected
+
+
+def test_route_custom_workers_by_their_own_descriptions() -> None:
+    workers = [
+        WorkerInfo("dba", "Database administrator: tunes SQL queries, indexes and schemas."),
+        WorkerInfo("designer", "UI designer: creates layouts, colour palettes and mockups."),
+        WorkerInfo("translator", "翻译专家：把中文翻译成英文"),
+        WorkerInfo("scout", "Web scout: searches the internet and gathers sources."),
+    ]
+    assert route("Tune the slow SQL query and its indexes", workers) == "dba"
+    assert route("Create a mockup of the login layout", workers) == "designer"
+    assert route("请把这段话翻译成英文", workers) == "translator"
+    # no shared word: "research" reaches the scout only through the synonym table
+    assert route("Research the history of Rust", workers) == "scout"
+
+
+def test_route_ties_default_and_fallback() -> None:
+    twins = [WorkerInfo("a", "writes reports"), WorkerInfo("b", "writes reports")]
+    assert route("write a report", twins) == "a"
+    assert route("xyzzy", twins, default="b") == "b"
+    assert route("xyzzy", twins, default="not-a-worker") == "a"
+    assert route("xyzzy", twins) == "a"
+    with pytest.raises(ValueError):
+        route("anything", [])
+
+
+def test_overlap_score_direct_beats_synonym() -> None:
+    assert overlap_score("search documents", "searches documents") == 2.0
+    assert 0 < overlap_score("research", "searches documents") < 0.5
+    assert overlap_score("bake a cake", "searches documents") == 0.0
+
+
+# --- decomposition rules ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Compare PostgreSQL and MongoDB on performance, security and cost",
+        "PostgreSQL vs MongoDB: performance, security, cost",
+    ],
+)
+def test_comparison_with_aspects(request_text: str) -> None:
+    plan = decompose(request_text, WORKERS)
+    assert plan_errors(plan, NAMES) == []
+    assert plan.entities == ["PostgreSQL", "MongoDB"]
+    assert plan.name == "Compare PostgreSQL and MongoDB"
+    assert plan.confidence == 0.8
+    assert "Comparison rule" in plan.reasoning
+    ids = [s.id for s in plan.steps]
+    assert ids == ["research_performance", "research_security", "research_cost", "summary"]
+    assert plan.step("research_performance").task == (
+        "Research performance of PostgreSQL and MongoDB: find facts about each and how they differ."
+    )
+    assert {plan.step(i).worker for i in ids[:3]} == {"researcher"}
+    summary = plan.step("summary")
+    assert summary.worker == "writer"
+    assert summary.depends_on == ids[:3]
+    assert summary.task.startswith("Write a summary comparing PostgreSQL and MongoDB")
+
+
+def test_chinese_comparison() -> None:
+    plan = decompose("比较 PostgreSQL 和 MongoDB 的性能、安全和成本", WORKERS)
+    assert plan_errors(plan, NAMES) == []
+    assert plan.entities == ["PostgreSQL", "MongoDB"]
+    assert [s.id for s in plan.steps] == ["aspect_1", "aspect_2", "aspect_3", "summary"]
+    assert "性能" in plan.step("aspect_1").task
+    assert "成本" in plan.step("aspect_3").task
+    assert plan.step("aspect_1").worker == "researcher"
+    assert plan.step("summary").worker == "writer"
+    assert plan.step("summary").depends_on == ["aspect_1", "aspect_2", "aspect_3"]
+
+
+def test_comparison_without_aspects() -> None:
+    plan = decompose("compare Redis and Memcached", WORKERS)
+    assert plan_errors(plan, NAMES) == []
+    assert plan.entities == ["Redis", "Memcached"]
+    assert [s.id for s in plan.steps] == ["research_redis", "research_memcached", "compare"]
+    assert plan.step("research_redis").worker == "researcher"
+    assert plan.step("compare").worker == "analyst"
+    assert plan.step("compare").depends_on == ["research_redis", "research_memcached"]
+
+
+def test_english_chain_first_then_finally() -> None:
+    plan = decompose(
+        "First research the EV market, then analyze the competitors, and finally write a report",
+        WORKERS,
+    )
+    assert plan_errors(plan, NAMES) == []
+    assert plan.confidence == 0.7
+    assert [(s.id, s.worker, s.depends_on) for s in plan.steps] == [
+        ("step_1", "researcher", []),
+        ("step_2", "analyst", ["step_1"]),
+        ("step_3", "writer", ["step_2"]),
+    ]
+    assert plan.step("step_1").task == "research the EV market"
+
+
+@pytest.mark.parametrize(
+    ("request_text", "tasks"),
+    [
+        ("首先调研市场，然后分析竞争对手", ["调研市场", "分析竞争对手"]),
+        ("首先调研市场，然后分析竞争对手，最后撰写报告", ["调研市场", "分析竞争对手", "撰写报告"]),
+        ("先调研市场，再写报告", ["调研市场", "写报告"]),
+        ("分析数据并且写报告", ["分析数据", "写报告"]),
+        ("1. Research the market 2. Analyze competitors 3. Write a plan", None),
+    ],
+)
+def test_chains(request_text: str, tasks: list[str] | None) -> None:
+    plan = decompose(request_text, WORKERS)
+    assert plan_errors(plan, NAMES) == []
+    if tasks is not None:
+        assert [s.task for s in plan.steps] == tasks
+    else:
+        assert len(plan.steps) == 3
+    for previous, step in zip(plan.steps, plan.steps[1:], strict=False):
+        assert step.depends_on == [previous.id]
+
+
+def test_fallback_is_one_low_confidence_step() -> None:
+    plan = decompose("What is the capital of France?", WORKERS, default="writer")
+    assert plan_errors(plan, NAMES) == []
+    assert len(plan.steps) == 1
+    assert plan.steps[0].task == "What is the capital of France?"
+    assert plan.steps[0].worker == "writer"  # no overlap with any description -> default
+    assert plan.confidence < 0.4
+    assert "No decomposition rule matched" in plan.reasoning
+
+
+def test_max_steps_cap_keeps_plan_valid_and_summary() -> None:
+    aspects = ", ".join(f"aspect{i}" for i in range(12))
+    plan = decompose(f"Compare A and B on {aspects}", WORKERS, max_steps=4)
+    assert plan_errors(plan, NAMES, max_steps=4) == []
+    assert len(plan.steps) == 4
+    assert plan.steps[-1].id == "summary"
+    assert "aspect11" in plan.steps[-2].task  # merged into the last research step
+    chain = decompose("1. a x 2. b x 3. c x 4. d x 5. e x", WORKERS, max_steps=2)
+    assert plan_errors(chain, NAMES, max_steps=2) == []
+    assert len(chain.steps) == 2
+    single = decompose("compare A and B", WORKERS, max_steps=1)
+    assert plan_errors(single, NAMES, max_steps=1) == []
+
+
+def test_plans_use_only_existing_workers() -> None:
+    only = [WorkerInfo("solo", "Does everything.")]
+    for text in ["Compare A and B on cost", "First do x, then do y", "hello"]:
+        assert plan_errors(decompose(text, only), ["solo"]) == []
+
+
+# --- templates -------------------------------------------------------------------------------
+def test_builtin_templates_load_and_fit_builtin_workers() -> None:
+    templates = load_templates([BUILTIN_TEMPLATES_DIR])
+    expected = {"code_review", "research_report", "data_pipeline", "parallel_comparison"}
+    assert set(templates) == expected
+    for template in templates.values():
+        plan = instantiate(template, "anything", BUILTIN_WORKERS)
+        assert plan_errors(plan, NAMES) == []
+    review = instantiate(templates["code_review"], "x")
+    assert set(review.step("summary").depends_on) == {"find_bugs", "style_review"}
+
+
+def test_later_dirs_override_earlier(tmp_path: Path) -> None:
+    (tmp_path / "mine.yml").write_text(
+        "name: code_review\ndescription: mine\nsteps:\n  - {id: a, worker: coder, task: t}\n",
+        encoding="utf-8",
+    )
+    templates = load_templates([BUILTIN_TEMPLATES_DIR, tmp_path])
+    assert templates["code_review"].description == "mine"
+    assert len(templates) == 4
+
+
+@pytest.mark.parametrize(
+    ("body", "fragments"),
+    [
+        ("name: t\nsteps:\n  - {id: a, worker: coder, task: x, priority: 5}\n", ["priority", "5"]),
+        ("name: t\nmatch:\n  regex: ['(oops']\nsteps:\n  - {id: a, worker: coder, task: x}\n",
+         ["match.regex", "(oops"]),
+        ("name: t\nsteps:\n  - {id: a, worker: coder, task: x, depends_on: [zzz]}\n",
+         ["steps", "zzz"]),
+        ("name: 'bad name!'\nsteps:\n  - {id: a, worker: coder, task: x}\n", ["name", "bad name!"]),
+        ("name: [unclosed\n", ["not valid YAML"]),
+    ],
+)  # fmt: skip
+def test_bad_template_file_names_file_field_value(
+    tmp_path: Path, body: str, fragments: list[str]
+) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_templates([tmp_path])
+    message = str(info.value)
+    assert "broken.yaml" in message
+    for fragment in fragments:
+        assert fragment in message
+
+
+def test_missing_templates_dir_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="not found"):
+        load_templates([tmp_path / "nope"])
+
+
+def test_instantiate_appends_request_and_is_brace_safe() -> None:
+    template = Template.model_validate(
+        {
+            "name": "demo",
+            "description": "a demo",
+            "steps": [
+                {"id": "a", "worker": "coder", "task": "Do {request} now"},
+                {"id": "b", "worker": "writer", "task": "Report", "depends_on": ["a"]},
+            ],
+        }
+    )
+    request = "parse {json} and {0} {request}"
+    plan = instantiate(template, request)
+    suffix = f"\n\nUser's original request: {request}"
+    assert all(step.task.endswith(suffix) for step in plan.steps)
+    assert plan.step("a").task == f"Do {request} now{suffix}"
+    assert plan.step("b").task == f"Report{suffix}"
+    assert plan.name == "demo"
+    assert plan.confidence == 1.0
+    assert "demo" in plan.reasoning
+    with pytest.raises(PlanValidationError):
+        instantiate(template, request, workers=["coder"])
+
+
+def test_match_template() -> None:
+    templates = load_templates([BUILTIN_TEMPLATES_DIR])
+    matched = match_template("Please review this Python code for bugs", templates)
+    assert matched is not None and matched.name == "code_review"
+    research = match_template("Research quantum computing and write a report", templates)
+    assert research is not None and research.name == "research_report"
+    chinese = match_template("请审查这段代码", templates)
+    assert chinese is not None and chinese.name == "code_review"
+    assert match_template("What's the weather in Paris tomorrow?", templates) is None
+
+
+def test_match_template_prefers_regex_then_alphabetical() -> None:
+    def make(name: str, keywords: list[str], regex: list[str]) -> Template:
+        return Template.model_validate(
+            {
+                "name": name,
+                "match": {"keywords": keywords, "regex": regex},
+                "steps": [{"id": "a", "worker": "coder", "task": "x"}],
+            }
+        )
+
+    by_regex = make("zeta", [], [r"\bdeploy"])
+    by_keyword = make("alpha", ["deploy"], [])
+    assert match_template("deploy it", {"alpha": by_keyword, "zeta": by_regex}) is by_regex
+    twin = make("beta", ["deploy"], [])
+    assert match_template("deploy it", {"beta": twin, "alpha": by_keyword}) is by_keyword
