@@ -41,8 +41,14 @@ def _no_real_models(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    for var in ("DATABASE_URL", "TEAMGRAPH_DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-                "ANTHROPIC_API_KEY", "TEAMGRAPH_DEFAULT_MODEL"):
+    for var in (
+        "DATABASE_URL",
+        "TEAMGRAPH_DATABASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "TEAMGRAPH_DEFAULT_MODEL",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)  # never read or write ./teamgraph.db or ./.env of the checkout
     yield

@@ -38,13 +38,17 @@ def task_of(messages: list[BaseMessage]) -> str:
 
 
 def plan_json(*steps: tuple[str, str, list[str]], confidence: float = 0.9) -> str:
-    return json.dumps({
-        "name": "scripted plan",
-        "reasoning": "scripted",
-        "confidence": confidence,
-        "entities": [],
-        "steps": [{"id": i, "worker": w, "task": f"task {i}", "depends_on": d} for i, w, d in steps],
-    })
+    return json.dumps(
+        {
+            "name": "scripted plan",
+            "reasoning": "scripted",
+            "confidence": confidence,
+            "entities": [],
+            "steps": [
+                {"id": i, "worker": w, "task": f"task {i}", "depends_on": d} for i, w, d in steps
+            ],
+        }
+    )
 
 
 Handler = Callable[[list[BaseMessage]], Awaitable[Any] | Any]

@@ -24,16 +24,26 @@ from teamgraph.runtime.team import Team
 from teamgraph.runtime.view import RunView
 from teamgraph.specs.loader import team_from_dict
 
-app = typer.Typer(help="Run durable, streamed, cost-tracked teams of AI agents.",
-                  no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="Run durable, streamed, cost-tracked teams of AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 console = Console()
 err = Console(stderr=True)
 EXIT = {"completed": 0, "completed_with_errors": 3, "failed": 1, "cancelled": 130}
-STATE_STYLE = {"pending": "dim", "running": "yellow", "done": "green", "failed": "red",
-               "skipped": "magenta"}
+STATE_STYLE = {
+    "pending": "dim",
+    "running": "yellow",
+    "done": "green",
+    "failed": "red",
+    "skipped": "magenta",
+}
 
-DbOption = Annotated[str | None, typer.Option("--db", help="Database URL (default: DATABASE_URL "
-                                              "or sqlite:///./teamgraph.db).")]
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Database URL (default: DATABASE_URL or sqlite:///./teamgraph.db)."),
+]
 
 
 def _settings(db: str | None) -> Settings:
@@ -49,11 +59,13 @@ def _fail(exc: BaseException) -> typer.Exit:
 def run(
     request: Annotated[str, typer.Argument(help="What the team should do.")],
     team: Annotated[Path, typer.Option("--team", "-t", help="Team YAML file.")] = Path(
-        "examples/teams/research.yaml"),
+        "examples/teams/research.yaml"
+    ),
     template: Annotated[str | None, typer.Option(help="Workflow template to plan with.")] = None,
     thread: Annotated[str | None, typer.Option(help="Thread id (continue a conversation).")] = None,
-    events: Annotated[str, typer.Option(help="Output: 'table' (live) or 'jsonl' (one event "
-                                        "per line).")] = "table",
+    events: Annotated[
+        str, typer.Option(help="Output: 'table' (live) or 'jsonl' (one event per line).")
+    ] = "table",
     db: DbOption = None,
 ) -> None:
     """Run a team on a request, showing a live table of steps and the final report."""
@@ -138,10 +150,15 @@ def _table(view: RunView) -> Table:
         table.add_column(column)
     for step in view.steps.values():
         elapsed = f"{step.elapsed_s:.1f}s" if step.elapsed_s is not None else ""
-        table.add_row(step.id, f"[{STATE_STYLE[step.state]}]{step.state}[/]", step.worker,
-                      elapsed, str(step.tokens or ""), step.detail[:60])
-    table.caption = (f"{view.status} · {view.usage.total_tokens} tokens · "
-                     f"${view.usage.cost_usd:.4f}")
+        table.add_row(
+            step.id,
+            f"[{STATE_STYLE[step.state]}]{step.state}[/]",
+            step.worker,
+            elapsed,
+            str(step.tokens or ""),
+            step.detail[:60],
+        )
+    table.caption = f"{view.status} · {view.usage.total_tokens} tokens · ${view.usage.cost_usd:.4f}"
     return table
 
 
@@ -152,8 +169,10 @@ def _report(view: RunView) -> None:
         err.print(f"[red]run failed:[/red] {view.error}")
     if view.status not in EXIT:
         err.print(f"run {view.run_id} stopped; continue it with: teamgraph resume {view.run_id}")
-    console.print(f"[dim]run {view.run_id} · {view.status} · {view.usage.total_tokens} tokens · "
-                  f"${view.usage.cost_usd:.4f}[/dim]")
+    console.print(
+        f"[dim]run {view.run_id} · {view.status} · {view.usage.total_tokens} tokens · "
+        f"${view.usage.cost_usd:.4f}[/dim]"
+    )
 
 
 @app.command()
@@ -164,8 +183,17 @@ def runs(
     """List recent runs with status, cost and duration."""
     rows = asyncio.run(_list_runs(_settings(db), limit))
     table = Table(title="runs")
-    for column in ("id", "team", "status", "tier", "tokens", "cost", "duration", "started",
-                   "input"):
+    for column in (
+        "id",
+        "team",
+        "status",
+        "tier",
+        "tokens",
+        "cost",
+        "duration",
+        "started",
+        "input",
+    ):
         table.add_column(column)
     for row in rows:
         table.add_row(*row)
@@ -178,16 +206,27 @@ async def _list_runs(settings: Settings, limit: int) -> list[list[str]]:
     out = []
     for r in rows:
         duration = f"{(r.finished_at - r.created_at).total_seconds():.1f}s" if r.finished_at else ""
-        out.append([r.id, r.team_name, r.status, r.planner_tier or "",
-                    str(r.input_tokens + r.output_tokens), f"${r.cost_usd:.4f}", duration,
-                    r.created_at.strftime("%Y-%m-%d %H:%M:%S"), r.input[:40]])
+        out.append(
+            [
+                r.id,
+                r.team_name,
+                r.status,
+                r.planner_tier or "",
+                str(r.input_tokens + r.output_tokens),
+                f"${r.cost_usd:.4f}",
+                duration,
+                r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                r.input[:40],
+            ]
+        )
     return out
 
 
 @app.command()
 def templates(
-    team: Annotated[Path | None, typer.Option("--team", "-t", help="Also list the team's "
-                                              "templates_dirs.")] = None,
+    team: Annotated[
+        Path | None, typer.Option("--team", "-t", help="Also list the team's templates_dirs.")
+    ] = None,
 ) -> None:
     """List the workflow templates the planner knows."""
     settings = Settings()
@@ -220,9 +259,11 @@ def ingest(
         report = kb.ingest(paths)
     except (FileNotFoundError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
-    console.print(f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
-                  f"{report.files_removed} removed; {report.chunks} chunk(s) written; "
-                  f"{kb.count()} chunk(s) in the index")
+    console.print(
+        f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
+        f"{report.files_removed} removed; {report.chunks} chunk(s) written; "
+        f"{kb.count()} chunk(s) in the index"
+    )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ class Settings(BaseSettings):
         default="offline", description="Model for teams and agents that name none."
     )
     prices_file: Path | None = Field(
-        default=None, description="YAML price table merged over the built-in one (USD per 1M tokens)."
+        default=None,
+        description="YAML price table merged over the built-in one (USD per 1M tokens).",
     )
     templates_dirs: list[str] = Field(
         default_factory=list, description="Extra folders of workflow templates (YAML)."

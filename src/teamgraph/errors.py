@@ -15,7 +15,7 @@ class TeamgraphError(Exception):
     """Root of every error teamgraph raises on purpose."""
 
 
-# --- signals to the loop -------------------------------------------------------------------------
+# --- signals to the loop ---
 class ControlSignal(TeamgraphError):
     """Not a failure: tells the run loop to do something (retry, pause)."""
 
@@ -24,7 +24,7 @@ class TransientModelError(ControlSignal):
     """A model call failed in a way worth retrying (timeout, 429, 5xx, connection reset)."""
 
 
-# --- run failures ----------------------------------------------------------------------------------
+# --- run failures ---
 class RunFailure(TeamgraphError):
     """A run, or a part of it, could not complete."""
 
@@ -42,7 +42,7 @@ class RunNotFound(RunFailure):
     """No run with this id exists in the run store."""
 
 
-# --- misuse ----------------------------------------------------------------------------------------
+# --- misuse ---
 class UsageError(TeamgraphError):
     """The caller asked for something invalid."""
 

@@ -17,7 +17,9 @@ class Step(BaseModel):
     id: str = Field(min_length=1, description="Unique within the plan, e.g. 'research_cost'.")
     worker: str = Field(min_length=1, description="Name of the team member that does the step.")
     task: str = Field(min_length=1, description="What the worker is asked to do.")
-    depends_on: list[str] = Field(default_factory=list, description="Step ids that must finish first.")
+    depends_on: list[str] = Field(
+        default_factory=list, description="Step ids that must finish first."
+    )
 
 
 class Plan(BaseModel):

@@ -138,8 +138,10 @@ class ScriptedChatModel(_FakeBase):
             )
         response = self.responses[self._index]
         self._index += 1
-        return response(messages) if callable(response) and not isinstance(response, type) else (
-            response
+        return (
+            response(messages)
+            if callable(response) and not isinstance(response, type)
+            else (response)
         )
 
 

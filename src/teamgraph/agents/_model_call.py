@@ -34,7 +34,7 @@ async def call_model(
         retry=retry_if_exception(is_transient),
         stop=stop_after_attempt(retry.max_attempts),
         wait=wait_exponential_jitter(
-            initial=retry.initial_delay_s, max=retry.max_delay_s, jitter=retry.jitter_s
+            multiplier=retry.initial_delay_s, max=retry.max_delay_s, jitter=retry.jitter_s
         ),
         reraise=True,
     ):

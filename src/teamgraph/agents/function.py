@@ -60,13 +60,31 @@ async def _run_tool(
     call: ToolCall, tools: dict[str, BaseTool], ctx: RunContext, agent: str, step_id: str | None
 ) -> ToolMessage:
     name, call_id = call["name"], call.get("id") or ""
-    ctx.emit(ToolCalled, agent, name, agent=agent, tool=name, call_id=call_id,
-             args=call["args"], step_id=step_id)
+    ctx.emit(
+        ToolCalled,
+        agent,
+        name,
+        agent=agent,
+        tool=name,
+        call_id=call_id,
+        args=call["args"],
+        step_id=step_id,
+    )
     content, is_error = await _invoke(tools, name, call["args"])
-    ctx.emit(ToolReturned, agent, name, agent=agent, tool=name, call_id=call_id,
-             output=content, is_error=is_error, step_id=step_id)
-    return ToolMessage(content=content, tool_call_id=call_id, name=name,
-                       status="error" if is_error else "success")
+    ctx.emit(
+        ToolReturned,
+        agent,
+        name,
+        agent=agent,
+        tool=name,
+        call_id=call_id,
+        output=content,
+        is_error=is_error,
+        step_id=step_id,
+    )
+    return ToolMessage(
+        content=content, tool_call_id=call_id, name=name, status="error" if is_error else "success"
+    )
 
 
 async def _invoke(tools: dict[str, BaseTool], name: str, args: dict[str, Any]) -> tuple[str, bool]:

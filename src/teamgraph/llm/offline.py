@@ -162,9 +162,7 @@ def _agent_reply(
 
 
 def _tool_results(messages: Sequence[BaseMessage]) -> list[Source]:
-    last_human = max(
-        (i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1
-    )
+    last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
     results: list[Source] = []
     for message in messages[last_human + 1 :]:
         if isinstance(message, ToolMessage) and message.status != "error":

@@ -18,9 +18,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 }
 
 
-def resolve_model(
-    name: str, settings: Settings | None = None, **kwargs: Any
-) -> BaseChatModel:
+def resolve_model(name: str, settings: Settings | None = None, **kwargs: Any) -> BaseChatModel:
     """``offline`` → the built-in offline model; ``openai:gpt-4o``, ``anthropic:…``, ``ollama:…`` →
     LangChain's ``init_chat_model``. For an OpenAI-compatible endpoint use ``openai:<model>`` with
     ``base_url`` in the kwargs or ``OPENAI_BASE_URL`` set."""

@@ -20,8 +20,9 @@ class UsageTracker:
         self.total = TokenUsage()
 
     def record(self, agent: str, step_id: str | None, model: str, reply: AIMessage) -> TokenUsage:
-        meta = reply.usage_metadata or {}
-        i, o = int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
+        meta = reply.usage_metadata
+        i = meta["input_tokens"] if meta else 0
+        o = meta["output_tokens"] if meta else 0
         usage = TokenUsage(input_tokens=i, output_tokens=o, cost_usd=self.prices.cost(model, i, o))
         self.add(agent, step_id, usage)
         return usage

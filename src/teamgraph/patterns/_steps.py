@@ -62,18 +62,33 @@ def _start_ready(
 
 
 async def _finish(
-    record: StepRecord, states: dict[str, StepState], records: dict[str, StepRecord],
+    record: StepRecord,
+    states: dict[str, StepState],
+    records: dict[str, StepRecord],
     ctx: RunContext,
 ) -> None:
     await ctx.ledger.save(ctx.run_id, record)  # durable before anyone hears of it
     states[record.step_id] = record.status
     records[record.step_id] = record
     if record.status == "done":
-        ctx.emit(StepCompleted, record.worker, step_id=record.step_id, worker=record.worker,
-                 output=record.output, elapsed_s=record.elapsed_s, usage=record.usage)
+        ctx.emit(
+            StepCompleted,
+            record.worker,
+            step_id=record.step_id,
+            worker=record.worker,
+            output=record.output,
+            elapsed_s=record.elapsed_s,
+            usage=record.usage,
+        )
     else:
-        ctx.emit(StepFailed, record.worker, step_id=record.step_id, worker=record.worker,
-                 error=record.error, elapsed_s=record.elapsed_s)
+        ctx.emit(
+            StepFailed,
+            record.worker,
+            step_id=record.step_id,
+            worker=record.worker,
+            error=record.error,
+            elapsed_s=record.elapsed_s,
+        )
 
 
 async def _skip_blocked(
@@ -102,7 +117,10 @@ async def _abort(
 
 
 async def _skip(
-    step: Step, reason: str, states: dict[str, StepState], records: dict[str, StepRecord],
+    step: Step,
+    reason: str,
+    states: dict[str, StepState],
+    records: dict[str, StepRecord],
     ctx: RunContext,
 ) -> None:
     record = StepRecord(step_id=step.id, worker=step.worker, status="skipped", error=reason)
@@ -128,13 +146,20 @@ async def run_step(step: Step, context: list[tuple[str, str]], ctx: RunContext) 
         )
     except Exception as exc:
         return StepRecord(
-            step_id=step.id, worker=step.worker, status="failed",
-            error=f"{type(exc).__name__}: {exc}", elapsed_s=time.perf_counter() - started,
+            step_id=step.id,
+            worker=step.worker,
+            status="failed",
+            error=f"{type(exc).__name__}: {exc}",
+            elapsed_s=time.perf_counter() - started,
             usage=ctx.usage.by_step[step.id],
         )
     return StepRecord(
-        step_id=step.id, worker=step.worker, status="done", output=outcome.output,
-        elapsed_s=time.perf_counter() - started, usage=ctx.usage.by_step[step.id],
+        step_id=step.id,
+        worker=step.worker,
+        status="done",
+        output=outcome.output,
+        elapsed_s=time.perf_counter() - started,
+        usage=ctx.usage.by_step[step.id],
     )
 
 

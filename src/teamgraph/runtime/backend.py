@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.sqlite.aio import AsyncSqliteStore
@@ -29,14 +28,14 @@ class Backend:
 @asynccontextmanager
 async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
     """Open (and create if needed) every table in the SQLite file of ``settings``."""
-    path = settings.sqlite_path
+    path = settings.sqlite_path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
         saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(path)))
         store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(str(path)))
         await store.setup()
         await saver.setup()
-        engine = create_async_engine(f"sqlite+aiosqlite:///{Path(path).resolve()}")
+        engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
         stack.push_async_callback(engine.dispose)
         runs = RunRepository(engine)
         await runs.create_tables()

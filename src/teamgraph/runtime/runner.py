@@ -87,15 +87,25 @@ class Runner:
         if self.team.knowledge:
             await asyncio.to_thread(self.backend.knowledge.ingest, self.team.knowledge)
         await self.backend.runs.create(
-            id=run_id, thread_id=thread_id, team_name=self.team.name,
-            team_spec=self.team.model_dump(mode="json"), pattern=self.team.pattern,
-            input=request, template=template, status="running",
+            id=run_id,
+            thread_id=thread_id,
+            team_name=self.team.name,
+            team_spec=self.team.model_dump(mode="json"),
+            pattern=self.team.pattern,
+            input=request,
+            template=template,
+            status="running",
         )
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
         ctx = self._context(run_id, thread_id, Emitter(run_id, queue.put_nowait))
-        ctx.emit(RunStarted, team=self.team.name, pattern=self.team.pattern, input=request,
-                 thread_id=thread_id)
-        graph_input = {
+        ctx.emit(
+            RunStarted,
+            team=self.team.name,
+            pattern=self.team.pattern,
+            input=request,
+            thread_id=thread_id,
+        )
+        graph_input: workflow.WorkflowState = {
             "request": request,
             "template": template,
             "explicit_plan": plan.model_dump() if plan else None,
@@ -144,27 +154,43 @@ class Runner:
             for s in (plan or {}).get("steps", [])
         ]
         return RunResult(
-            run_id=run_id, thread_id=row.thread_id, status=row.status,  # type: ignore[arg-type]
-            output=row.output or "", error=row.error or "", planner_tier=row.planner_tier,
-            plan=plan, steps=steps,
-            usage=TokenUsage(input_tokens=row.input_tokens, output_tokens=row.output_tokens,
-                             cost_usd=row.cost_usd),
+            run_id=run_id,
+            thread_id=row.thread_id,
+            status=row.status,
+            output=row.output or "",
+            error=row.error or "",
+            planner_tier=row.planner_tier,
+            plan=plan,
+            steps=steps,
+            usage=TokenUsage(
+                input_tokens=row.input_tokens,
+                output_tokens=row.output_tokens,
+                cost_usd=row.cost_usd,
+            ),
             usage_by_agent={k: TokenUsage.model_validate(v) for k, v in row.usage_by_agent.items()},
         )
 
     def _context(self, run_id: str, thread_id: str, emitter: Emitter) -> RunContext:
         return RunContext(
-            run_id=run_id, thread_id=thread_id, team=self.team, emitter=emitter,
-            models=self.models, tools=self.registry,
+            run_id=run_id,
+            thread_id=thread_id,
+            team=self.team,
+            emitter=emitter,
+            models=self.models,
+            tools=self.registry,
             tool_resources=ToolResources(knowledge=self.backend.knowledge),
-            ledger=self.ledger, usage=UsageTracker(self.prices), templates=self.templates,
+            ledger=self.ledger,
+            usage=UsageTracker(self.prices),
+            templates=self.templates,
         )
 
     def _config(self, thread_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
 
     async def _drive(
-        self, graph_input: dict[str, Any] | None, ctx: RunContext,
+        self,
+        graph_input: workflow.WorkflowState | None,
+        ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
     ) -> AsyncIterator[Event]:
         task = asyncio.create_task(self._invoke(graph_input, ctx, queue))
@@ -180,7 +206,9 @@ class Runner:
                 task.result()
 
     async def _invoke(
-        self, graph_input: dict[str, Any] | None, ctx: RunContext,
+        self,
+        graph_input: workflow.WorkflowState | None,
+        ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
     ) -> None:
         try:
@@ -198,7 +226,7 @@ class Runner:
         finally:
             queue.put_nowait(None)
 
-    async def _finish(self, ctx: RunContext, final: dict[str, Any]) -> None:
+    async def _finish(self, ctx: RunContext, final: Mapping[str, Any]) -> None:
         status, output = final.get("status", "completed"), final.get("output", "")
         ctx.emit(RunCompleted, status=status, output=output, usage=ctx.usage.total)
         await self._save(ctx, status=status, output=output, planner_tier=final.get("tier"))
@@ -206,9 +234,14 @@ class Runner:
     async def _save(self, ctx: RunContext, **fields: Any) -> None:
         total = ctx.usage.total
         await self.backend.runs.update(
-            ctx.run_id, input_tokens=total.input_tokens, output_tokens=total.output_tokens,
-            cost_usd=total.cost_usd, last_seq=ctx.emitter.seq, finished_at=utcnow(),
-            usage_by_agent={k: v.model_dump() for k, v in ctx.usage.by_agent.items()}, **fields,
+            ctx.run_id,
+            input_tokens=total.input_tokens,
+            output_tokens=total.output_tokens,
+            cost_usd=total.cost_usd,
+            last_seq=ctx.emitter.seq,
+            finished_at=utcnow(),
+            usage_by_agent={k: v.model_dump() for k, v in ctx.usage.by_agent.items()},
+            **fields,
         )
 
 
@@ -216,4 +249,7 @@ def _record(records: Mapping[str, Any], step_id: str) -> dict[str, Any]:
     record = records.get(step_id)
     if record is None:
         return {"status": "pending"}
-    return record.model_dump(include={"status", "output", "error", "elapsed_s", "usage"})
+    fields: dict[str, Any] = record.model_dump(
+        include={"status", "output", "error", "elapsed_s", "usage"}
+    )
+    return fields

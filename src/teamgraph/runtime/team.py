@@ -55,8 +55,12 @@ class Team:
         """A runner with its storage open, for several calls in a row."""
         async with open_backend(self.settings) as backend:
             yield Runner(
-                self.spec, backend, settings=self.settings, models=self.models,
-                model=self.model, registry=self.registry,
+                self.spec,
+                backend,
+                settings=self.settings,
+                models=self.models,
+                model=self.model,
+                registry=self.registry,
             )
 
     async def run(self, request: str, **options: Any) -> RunResult:

@@ -55,7 +55,8 @@ def import_tool(reference: str) -> BaseTool:
     if isinstance(target, BaseTool):
         return target
     if callable(target):
-        return tool(target)
+        wrapped: BaseTool = tool(target)
+        return wrapped
     raise ToolNotFound(f"tool {reference!r} is neither a LangChain tool nor a function")
 
 

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from teamgraph.runtime.team import Team
+from teamgraph.testing import FunctionChatModel, ScriptedChatModel
+
+from .helpers import by_type, is_planner, plan_json, run_collect, team_dict
+
+
+def _team(settings: Any, fn: Any) -> tuple[Team, FunctionChatModel]:
+    model = FunctionChatModel(fn=fn)
+    return Team.from_dict(team_dict(), settings=settings, model=model), model
+
+
+async def test_explicit_template_appends_the_request_and_skips_the_model_planner(
+    settings: Any,
+) -> None:
+    team, model = _team(settings, lambda m: "done")
+    result, _ = await run_collect(team, "Quantum batteries", template="research_report")
+    assert result.planner_tier == "template"
+    assert [s.id for s in result.steps] == ["research", "analysis", "report"]
+    for step in result.steps:
+        assert step.task.endswith("User's original request: Quantum batteries")
+    assert not any(is_planner(call) for call in model.calls)
+
+
+async def test_unknown_template_falls_through_to_the_model_plan(settings: Any) -> None:
+    def fn(messages: list[BaseMessage]) -> str:
+        return (
+            "```json\n" + plan_json(("only", "writer", [])) + "\n```"
+            if is_planner(messages)
+            else "written"
+        )
+
+    team, _ = _team(settings, fn)
+    result, events = await run_collect(team, "Write a haiku", template="no_such_template")
+    assert result.planner_tier == "llm"  # fenced JSON accepted
+    assert [s.id for s in result.steps] == ["only"]
+    assert by_type(events, "plan_created")[0].tier == "llm"
+
+
+async def test_one_repair_round_sends_the_validation_errors_back(settings: Any) -> None:
+    replies = iter([plan_json(("a", "poet", [])), plan_json(("a", "writer", []))])
+    planner_calls: list[list[BaseMessage]] = []
+
+    def fn(messages: list[BaseMessage]) -> str:
+        if is_planner(messages):
+            planner_calls.append(messages)
+            return next(replies)
+        return "ok"
+
+    team, _ = _team(settings, fn)
+    result, _ = await run_collect(team, "Write a poem about rain")
+    assert result.planner_tier == "llm"
+    assert len(planner_calls) == 2
+    repair = str(planner_calls[1][-1].content)
+    assert "Your plan is invalid" in repair and "unknown worker 'poet'" in repair
+
+
+async def test_still_invalid_plan_falls_back_to_rules(settings: Any) -> None:
+    def fn(messages: list[BaseMessage]) -> str:
+        return plan_json(("a", "b", ["a"])) if is_planner(messages) else "ok"
+
+    team, _ = _team(settings, fn)
+    result, _ = await run_collect(team, "Compare Rust and Go on speed and safety")
+    assert result.planner_tier == "rules"
+    ids = [s.id for s in result.steps]
+    assert ids == ["research_speed", "research_safety", "summary"]
+    assert result.plan is not None and result.plan["steps"][2]["depends_on"] == ids[:2]
+
+
+async def test_low_confidence_plan_falls_back_to_rules(settings: Any) -> None:
+    def fn(messages: list[BaseMessage]) -> str:
+        if is_planner(messages):
+            return plan_json(("a", "writer", []), confidence=0.2)
+        return "ok"
+
+    team, _ = _team(settings, fn)
+    result, _ = await run_collect(team, "First gather the sales data, then analyze the trend")
+    assert result.planner_tier == "rules"
+    assert [s.depends_on for s in _steps(result)] == [[], ["step_1"]]
+
+
+async def test_template_match_rules_are_used_by_the_rules_tier(settings: Any) -> None:
+    team, _ = _team(settings, lambda m: "not json at all" if is_planner(m) else "ok")
+    team.spec.members.append(team.spec.members[0].model_copy(update={"name": "coder"}))
+    team.spec.members.append(team.spec.members[0].model_copy(update={"name": "critic"}))
+    result, _ = await run_collect(team, "Please review this Python code for bugs")
+    assert result.planner_tier == "rules"
+    assert result.plan is not None and result.plan["name"] == "code_review"
+
+
+async def test_last_resort_is_one_step_on_the_default_worker(settings: Any) -> None:
+    data = team_dict(default_worker="writer")
+    model = ScriptedChatModel(responses=[ValueError("planner broke"), "the answer"])
+    team = Team.from_dict(data, settings=settings, model=model)
+    result, _ = await run_collect(team, "hello")
+    assert result.planner_tier == "fallback"
+    assert [(s.id, s.worker, s.task) for s in result.steps] == [("answer", "writer", "hello")]
+    assert result.output.endswith("the answer")
+
+
+def _steps(result: Any) -> list[Any]:
+    from teamgraph.plan import Plan
+
+    return Plan.model_validate(result.plan).steps

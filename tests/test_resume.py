@@ -1,0 +1,81 @@
+"""Resume hands every step its own result, whatever order steps finished in before."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from teamgraph import Plan, Step
+from teamgraph.runtime.team import Team
+from teamgraph.testing import FunctionChatModel
+
+from .helpers import task_of, team_dict
+
+STEPS = ["s1", "s2", "s3", "s4"]
+
+
+def _plan() -> Plan:
+    steps = [Step(id=s, worker="researcher", task=f"task {s}") for s in STEPS]
+    steps.append(Step(id="final", worker="writer", task="task final", depends_on=STEPS))
+    return Plan(name="p", steps=steps)
+
+
+def _model(latency: dict[str, float], started: list[str]) -> FunctionChatModel:
+    async def fn(messages: list[BaseMessage]) -> str:
+        step = task_of(messages).removeprefix("task ")
+        started.append(step)
+        await asyncio.sleep(latency.get(step, 0))
+        return f"output of {step}"
+
+    return FunctionChatModel(fn=fn)
+
+
+async def test_resume_after_a_crash_keys_results_by_step_id(settings: Any) -> None:
+    first_calls: list[str] = []
+    first = Team.from_dict(
+        team_dict(),
+        settings=settings,
+        model=_model({"s1": 0.30, "s2": 0.02, "s3": 0.15, "s4": 5}, first_calls),
+    )
+    completed: list[str] = []
+    async with first.runner() as runner:
+        async for event in runner.stream("x", run_id="crash", plan=_plan()):
+            if event.type == "step_completed":
+                completed.append(event.step_id)
+            if len(completed) == 3:
+                break  # leaving the stream cancels the run mid-flight, like a crash
+    assert completed == ["s2", "s3", "s1"]
+
+    resumed_calls: list[str] = []
+    second = Team.from_dict(
+        team_dict(), settings=settings, model=_model({"s4": 0.01, "final": 0.0}, resumed_calls)
+    )
+    async with second.runner() as runner:
+        events = [e async for e in runner.resume_stream("crash")]
+        result = await runner.result("crash")
+
+    assert resumed_calls == ["s4", "final"]  # no completed step ran again
+    started = {e.step_id for e in events if e.type == "step_started"}
+    assert started == {"s4", "final"}
+    assert next(e for e in events if e.type == "resumed").completed_steps == ["s1", "s2", "s3"]
+    assert result.status == "completed"
+    for step in result.steps:
+        assert step.output == f"output of {step.id}"
+    final_prompt = str(second.model.calls[-1][-1].content)  # type: ignore[union-attr]
+    for step_id in STEPS:  # each dependency labelled with its own id and its own output
+        assert f"### {step_id}\noutput of {step_id}" in final_prompt
+    seqs = [e.seq for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+async def test_finished_runs_cannot_be_resumed(settings: Any) -> None:
+    import pytest
+
+    from teamgraph import UsageError
+
+    team = Team.from_dict(team_dict(), settings=settings, model=_model({}, []))
+    await team.run("x", run_id="done", plan=_plan())
+    with pytest.raises(UsageError, match="already ended with status 'completed'"):
+        await team.resume("done")

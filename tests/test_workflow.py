@@ -1,0 +1,229 @@
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from teamgraph import Plan, Step
+from teamgraph.ledger import StepRecord
+from teamgraph.patterns.synthesis import NO_RESULTS, concat_report
+from teamgraph.runtime.team import Team
+from teamgraph.testing import FunctionChatModel, transient
+
+from .helpers import by_type, is_planner, run_collect, task_of, team_dict
+
+
+def _plan(*steps: tuple[str, str, list[str]]) -> Plan:
+    return Plan(
+        name="p",
+        steps=[Step(id=i, worker=w, task=f"task {i}", depends_on=d) for i, w, d in steps],
+    )
+
+
+def _latency_model(latency: dict[str, float], fail: set[str] = frozenset()) -> FunctionChatModel:  # type: ignore[assignment]
+    async def fn(messages: list[BaseMessage]) -> str:
+        step = task_of(messages).removeprefix("task ")
+        await asyncio.sleep(latency.get(step, 0))
+        if step in fail:
+            raise ValueError(f"{step} exploded")
+        return f"output of {step}"
+
+    return FunctionChatModel(fn=fn)
+
+
+def _order(events: list[Any]) -> list[tuple[str, str]]:
+    return [(e.type, e.step_id) for e in events if e.type.startswith("step_")]
+
+
+async def test_a_step_starts_as_soon_as_its_own_dependencies_are_done(settings: Any) -> None:
+    model = _latency_model({"a": 0.05, "b": 0.6, "c": 0.05})
+    team = Team.from_dict(team_dict(), settings=settings, model=model)
+    plan = _plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
+    result, events = await run_collect(team, "x", plan=plan)
+    order = _order(events)
+    assert order.index(("step_started", "c")) < order.index(("step_completed", "b"))
+    assert result.status == "completed" and result.planner_tier == "explicit"
+
+
+async def test_context_holds_only_the_steps_own_dependencies(settings: Any) -> None:
+    model = _latency_model({})
+    team = Team.from_dict(team_dict(), settings=settings, model=model)
+    plan = _plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
+    await run_collect(team, "x", plan=plan)
+    prompt = next(
+        str(m.content)
+        for call in model.calls
+        for m in call
+        if isinstance(m, HumanMessage) and str(m.content).startswith("task c")
+    )
+    assert "## Context from previous steps" in prompt
+    assert "### a\noutput of a" in prompt
+    assert "output of b" not in prompt
+
+
+async def test_context_is_trimmed_to_the_token_budget(settings: Any) -> None:
+    async def fn(messages: list[BaseMessage]) -> str:
+        return "word " * 2000 if task_of(messages) == "task a" else "ok"
+
+    model = FunctionChatModel(fn=fn)
+    team = Team.from_dict(team_dict(context_token_budget=100), settings=settings, model=model)
+    await run_collect(team, "x", plan=_plan(("a", "researcher", []), ("c", "writer", ["a"])))
+    prompt = str(model.calls[-1][-1].content)
+    context = prompt.split("### a\n")[1]
+    assert context.endswith("…[trimmed]") and len(context) <= 100 * 4
+
+
+async def test_a_failing_step_never_cancels_a_running_sibling(settings: Any) -> None:
+    model = _latency_model({"a": 0.02, "b": 0.3}, fail={"a"})
+    team = Team.from_dict(team_dict(), settings=settings, model=model)
+    plan = _plan(
+        ("a", "researcher", []),
+        ("b", "researcher", []),
+        ("c", "writer", ["a"]),
+        ("d", "writer", ["c"]),
+        ("e", "writer", ["b"]),
+    )
+    result, events = await run_collect(team, "x", plan=plan)
+    order = _order(events)
+    assert order.index(("step_failed", "a")) < order.index(("step_completed", "b"))
+    assert result.status == "completed_with_errors"
+    assert result.step("a").error == "ValueError: a exploded"
+    assert (
+        result.step("c").status == "skipped" and "dependency 'a' failed" in result.step("c").error
+    )
+    assert "dependency 'c' was skipped" in result.step("d").error
+    assert result.step("e").output == "output of e"
+    assert "**Failed**: ValueError: a exploded" in result.output
+
+
+async def test_fail_fast_stops_the_run(settings: Any) -> None:
+    model = _latency_model({"a": 0.02, "b": 5.0}, fail={"a"})
+    team = Team.from_dict(team_dict(fail_fast=True), settings=settings, model=model)
+    result, _ = await run_collect(
+        team, "x", plan=_plan(("a", "researcher", []), ("b", "researcher", []))
+    )
+    assert result.status == "failed"
+    assert result.step("b").status == "skipped" and "fail_fast" in result.step("b").error
+
+
+async def test_unknown_worker_fails_only_that_step(settings: Any) -> None:
+    from teamgraph.patterns._steps import run_step
+
+    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
+    async with team.runner() as runner:
+        ctx = runner._context("r", "t", _null_emitter())
+        record = await run_step(Step(id="z", worker="ghost", task="t"), [], ctx)
+    assert record.status == "failed"
+    assert record.error == "unknown worker 'ghost' (team members: researcher, analyst, writer)"
+
+
+async def test_transient_errors_retry_and_others_do_not(settings: Any) -> None:
+    attempts: dict[str, int] = {}
+
+    def fn(messages: list[BaseMessage]) -> Any:
+        step = task_of(messages).removeprefix("task ")
+        attempts[step] = attempts.get(step, 0) + 1
+        if step == "flaky" and attempts[step] == 1:
+            return transient()
+        if step == "broken":
+            return ValueError("bad request")
+        return "fine"
+
+    def raising(messages: list[BaseMessage]) -> Any:
+        outcome = fn(messages)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=raising))
+    result, _ = await run_collect(
+        team, "x", plan=_plan(("flaky", "researcher", []), ("broken", "researcher", []))
+    )
+    assert attempts == {"flaky": 2, "broken": 1}
+    assert result.step("flaky").status == "done"
+    assert result.step("broken").status == "failed"
+
+
+async def test_transient_errors_give_up_after_max_attempts(settings: Any) -> None:
+    calls = 0
+
+    def fn(messages: list[BaseMessage]) -> str:
+        nonlocal calls
+        calls += 1
+        raise transient("429 Too Many Requests")
+
+    team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=fn))
+    result, _ = await run_collect(team, "x", plan=_plan(("a", "researcher", [])))
+    assert calls == 3 and result.status == "failed"
+    assert "429" in result.step("a").error
+
+
+def test_concat_report_format() -> None:
+    plan = _plan(("a", "researcher", []), ("b", "writer", ["a"]))
+    records = {
+        "a": StepRecord(step_id="a", worker="researcher", status="done", output="A out"),
+        "b": StepRecord(step_id="b", worker="writer", status="done", output="B out"),
+    }
+    assert concat_report(plan, records) == (
+        "# Workflow Results: p\n\n*Completed 2 steps*\n\n"
+        "### Step: a (Worker: researcher)\n\n**Task**: task a\n\nA out"
+        "\n\n---\n\n"
+        "### Step: b (Worker: writer)\n\n**Task**: task b\n\nB out"
+    )
+    assert concat_report(plan, {}) == NO_RESULTS
+
+
+async def test_llm_synthesizer_answers_from_step_results(settings: Any) -> None:
+    def fn(messages: list[BaseMessage]) -> str:
+        system = str(messages[0].content)
+        if system.startswith("You are the synthesizer"):
+            assert "### a (researcher)\noutput of a" in str(messages[-1].content)
+            return "FINAL ANSWER"
+        return "output of a"
+
+    team = Team.from_dict(
+        team_dict(synthesizer="llm"), settings=settings, model=FunctionChatModel(fn=fn)
+    )
+    result, _ = await run_collect(team, "x", plan=_plan(("a", "researcher", [])))
+    assert result.output == "FINAL ANSWER"
+
+
+async def test_usage_and_cost_per_step_agent_and_run(settings: Any) -> None:
+    def fn(messages: list[BaseMessage]) -> str:
+        if is_planner(messages):
+            from .helpers import plan_json
+
+            return plan_json(("a", "researcher", []), ("b", "writer", ["a"]))
+        return "ok"
+
+    model = FunctionChatModel(fn=fn, model_name="gpt-4o-mini", usage=(1000, 500))
+    team = Team.from_dict(team_dict(), settings=settings, model=model)
+    result, events = await run_collect(team, "write something")
+    per_call = (1000 * 0.15 + 500 * 0.60) / 1e6
+    assert result.usage.input_tokens == 3000 and result.usage.output_tokens == 1500
+    assert result.usage.cost_usd == pytest.approx(3 * per_call)
+    assert set(result.usage_by_agent) == {"planner", "researcher", "writer"}
+    assert result.step("a").usage.total_tokens == 1500
+    assert len(by_type(events, "usage")) == 3
+    assert by_type(events, "run_completed")[0].usage.cost_usd == pytest.approx(3 * per_call)
+
+
+async def test_a_new_request_in_the_same_thread_plans_afresh(settings: Any) -> None:
+    model = _latency_model({})
+    team = Team.from_dict(team_dict(), settings=settings, model=model)
+    first, _ = await run_collect(
+        team, "one", plan=_plan(("a", "researcher", [])), thread_id="T", run_id="r1"
+    )
+    plan2 = Plan(name="p2", steps=[Step(id="a", worker="writer", task="task again")])
+    second, events = await run_collect(team, "two", plan=plan2, thread_id="T", run_id="r2")
+    assert first.step("a").output == "output of a"
+    assert second.step("a").output == "output of again"
+    assert ("step_started", "a") in _order(events)
+
+
+def _null_emitter() -> Any:
+    from teamgraph.run_context import Emitter
+
+    return Emitter("r", lambda event: None)
