@@ -10,7 +10,28 @@ from teamgraph.planning.routing import tokenize
 OFFLINE_NOTICE = "_Offline model (rule-based, no LLM): extractive answer from {n} source(s)._"
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _HIT_LABEL = re.compile(r"^\[\d+\]\s+(.+)$")
-_MARKUP = re.compile(r"^(#+\s*|[-*]\s+|\d+\.\s+|>\s*)")
+_MARKUP = re.compile(r"^(#+\s*|[-*]\s+|\d+\.\s+|>\s*|\*\*[^*]+\*\*:\s*)+")
+# Words that say what to do rather than what about; they make poor search terms.
+TASK_WORDS = frozenset(
+    "research find fact facts each differ differs difference differences how they write "
+    "summary summarize summarise comparing compare comparison based finding findings about "
+    "information collect gather analyze analyse analysis task step report please original "
+    "request user answer look up search describe explain".split()
+)
+
+
+def content_terms(text: str) -> set[str]:
+    """The tokens of ``text`` that name a subject (task words removed)."""
+    task = {t for w in TASK_WORDS for t in tokenize(w)}
+    return set(tokenize(text)) - task
+
+
+def search_query(task: str) -> str:
+    """A keyword query for a search tool: the task's first line without instruction words."""
+    first = task.split("\n\nUser's original request:")[0].strip().splitlines()[0]
+    words = re.findall(r"[\w.+#-]+", first)
+    kept = [w for w in words if w.lower() not in TASK_WORDS and content_terms(w)]
+    return " ".join(kept) or first
 
 
 @dataclass(frozen=True)
@@ -33,6 +54,8 @@ def split_blocks(label: str, text: str) -> list[Source]:
 
 
 def sentences(text: str) -> list[str]:
+    """Sentences of ``text``; hard-wrapped lines inside a paragraph are joined first."""
+    text = re.sub(r"(?<=\S)[ \t]*\n(?=[ \t]*[^\s#>*\d-])", " ", text)
     out = []
     for raw in _SENTENCE.split(text):
         line = _MARKUP.sub("", raw.strip()).strip()
@@ -43,17 +66,17 @@ def sentences(text: str) -> list[str]:
 
 def best_sentences(question: str, source: Source, limit: int) -> list[str]:
     """The ``limit`` sentences of ``source`` sharing most words with ``question``, in text order."""
-    wanted = set(tokenize(question))
+    wanted = content_terms(question)
     scored = []
     for position, sentence in enumerate(sentences(source.text)):
-        overlap = len(wanted & set(tokenize(sentence)))
+        overlap = len(wanted & content_terms(sentence))
         if overlap:
             scored.append((overlap, -position, sentence))
     top = sorted(scored, reverse=True)[:limit]
     return [s for _, _, s in sorted(top, key=lambda item: -item[1])]
 
 
-def extractive_answer(question: str, sources: list[Source], per_source: int = 3) -> str:
+def extractive_answer(question: str, sources: list[Source], per_source: int = 2) -> str:
     """A markdown answer quoting the most relevant sentences of each source, labelled."""
     if not sources:
         return (

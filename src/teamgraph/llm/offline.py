@@ -31,7 +31,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from teamgraph import prompts
-from teamgraph.llm._extractive import Source, extractive_answer, split_blocks
+from teamgraph.llm._extractive import Source, extractive_answer, search_query, split_blocks
 from teamgraph.planning.routing import WorkerInfo, overlap_score
 from teamgraph.planning.rules import decompose
 
@@ -228,8 +228,7 @@ def _guess(prop: dict[str, Any], task: str, context: str) -> Any:
         return []
     if kind == "object":
         return fill_arguments(prop, task, context)
-    first_line = task.split("\n\nUser's original request:")[0].strip()
-    return first_line[:500]
+    return search_query(task)[:500]
 
 
 def _with_usage(message: AIMessage, messages: Sequence[BaseMessage]) -> AIMessage:
