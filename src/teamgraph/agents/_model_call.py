@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import Sequence
 
 from langchain_core.language_models import LanguageModelInput
@@ -29,20 +31,38 @@ async def call_model(
     step_id: str | None = None,
 ) -> AIMessage:
     """Stream one reply, emitting ``token`` events; retry transient errors with backoff."""
+    try:  # the common case pays nothing for the retry machinery
+        reply = await _stream_once(model, messages, ctx, agent, step_id)
+    except Exception as exc:
+        if not is_transient(exc) or ctx.team.workflow.retry.max_attempts < 2:
+            raise
+        reply = await _retry(model, messages, ctx, agent, step_id)
+    usage = ctx.usage.record(agent, step_id, model_name, reply)
+    ctx.emit(UsageRecorded, agent, agent=agent, model=model_name, usage=usage, step_id=step_id)
+    return reply
+
+
+async def _retry(
+    model: Runnable[LanguageModelInput, BaseMessage],
+    messages: Sequence[BaseMessage],
+    ctx: RunContext,
+    agent: str,
+    step_id: str | None,
+) -> AIMessage:
+    """Attempts 2..max_attempts, with exponential backoff and jitter."""
     retry = ctx.team.workflow.retry
+    await asyncio.sleep(retry.initial_delay_s + random.uniform(0, retry.jitter_s))
     async for attempt in AsyncRetrying(
         retry=retry_if_exception(is_transient),
-        stop=stop_after_attempt(retry.max_attempts),
+        stop=stop_after_attempt(retry.max_attempts - 1),
         wait=wait_exponential_jitter(
-            multiplier=retry.initial_delay_s, max=retry.max_delay_s, jitter=retry.jitter_s
+            multiplier=2 * retry.initial_delay_s, max=retry.max_delay_s, jitter=retry.jitter_s
         ),
         reraise=True,
     ):
         with attempt:
-            reply = await _stream_once(model, messages, ctx, agent, step_id)
-    usage = ctx.usage.record(agent, step_id, model_name, reply)
-    ctx.emit(UsageRecorded, agent, agent=agent, model=model_name, usage=usage, step_id=step_id)
-    return reply
+            return await _stream_once(model, messages, ctx, agent, step_id)
+    raise AssertionError("unreachable: tenacity re-raises the last error")
 
 
 async def _stream_once(

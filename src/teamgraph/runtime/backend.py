@@ -5,14 +5,28 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.sqlite.aio import AsyncSqliteStore
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from teamgraph.config import Settings
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.storage.runs import RunRepository
+
+
+# WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
+# durability runs need); only an OS crash or power loss may lose the last commits.
+SQLITE_PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA busy_timeout=5000")
+
+
+def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    for pragma in SQLITE_PRAGMAS:
+        cursor.execute(pragma)
+    cursor.close()
 
 
 @dataclass
@@ -35,7 +49,11 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
         store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(str(path)))
         await store.setup()
         await saver.setup()
+        for conn in (saver.conn, store.conn):
+            for pragma in SQLITE_PRAGMAS:
+                await conn.execute(pragma)
         engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
+        event.listen(engine.sync_engine, "connect", _set_pragmas)
         stack.push_async_callback(engine.dispose)
         runs = RunRepository(engine)
         await runs.create_tables()

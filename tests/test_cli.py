@@ -1,0 +1,414 @@
+"""The ``teamgraph`` command line: run (table and jsonl), resume, runs, templates, ingest."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from teamgraph.cli import app
+from teamgraph.events import (
+    BaseEvent,
+    PlanCreated,
+    Resumed,
+    RunCompleted,
+    RunStarted,
+    StepCompleted,
+    StepStarted,
+    UsageRecorded,
+    event_from_json,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+RESEARCH_TEAM = REPO / "examples" / "teams" / "research.yaml"
+KNOWLEDGE = REPO / "examples" / "knowledge"
+REQUEST = "Compare PostgreSQL and MongoDB on performance, security and cost"
+RESEARCH_STEPS = ["research_performance", "research_security", "research_cost"]
+PLAN_STEPS = [*RESEARCH_STEPS, "summary"]
+BUILTIN_TEMPLATES = ["code_review", "data_pipeline", "parallel_comparison", "research_report"]
+CODE_REQUEST = "Review this function for bugs: def f(x): return x/0"
+# A team that has every built-in worker, so every built-in template fits it.
+ALL_WORKERS_TEAM = (
+    "name: all\nmodel: offline\nmembers: [researcher, coder, analyst, writer, critic]\n"
+)
+
+cli = CliRunner()
+E = TypeVar("E", bound=BaseEvent)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/t.db"
+
+
+def invoke(*args: str | Path) -> Result:
+    # A wide terminal, so that rich never wraps or elides ids, paths and messages.
+    return cli.invoke(app, [str(a) for a in args], env={"COLUMNS": "400"})
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def explain(result: Result) -> str:
+    return f"exit {result.exit_code}, exception {result.exception!r}\n{result.output}"
+
+
+def jsonl_events(result: Result) -> list[BaseEvent]:
+    lines = result.stdout.splitlines()
+    assert lines, explain(result)
+    return [event_from_json(line) for line in lines]
+
+
+def of_type(events: list[BaseEvent], cls: type[E]) -> list[E]:
+    return [e for e in events if isinstance(e, cls)]
+
+
+def run_jsonl(db: str, *args: str | Path, request: str = REQUEST) -> tuple[Result, list[BaseEvent]]:
+    result = invoke("run", *args, "--events", "jsonl", "--db", db, request)
+    return result, jsonl_events(result)
+
+
+def write_team(tmp_path: Path, text: str, name: str = "team.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- run ------------------------------------------------------------------------------------------
+def test_run_offline_demo_in_table_mode(db: str) -> None:
+    result = invoke("run", "--team", RESEARCH_TEAM, "--db", db, REQUEST)
+
+    assert result.exit_code == 0, explain(result)
+    assert "# Workflow Results" in result.stdout
+    for step_id in PLAN_STEPS:
+        assert step_id in result.stdout
+        assert f"### Step: {step_id}" in result.stdout
+    assert "Offline model" in result.stdout
+    assert "completed" in result.stdout
+
+
+def test_run_jsonl_is_one_parseable_event_per_line_in_order(db: str) -> None:
+    result, events = run_jsonl(db, "--team", RESEARCH_TEAM)
+
+    assert result.exit_code == 0, explain(result)
+    assert isinstance(events[0], RunStarted)
+    assert events[0].input == REQUEST
+    last = events[-1]
+    assert isinstance(last, RunCompleted)
+    assert last.status == "completed"
+    assert len({e.run_id for e in events}) == 1
+    seqs = [e.seq for e in events]
+    assert all(a < b for a, b in itertools.pairwise(seqs)), seqs
+
+    (plan,) = of_type(events, PlanCreated)
+    assert plan.tier == "llm"  # the offline model plans the comparison itself
+    assert [s["id"] for s in plan.steps] == PLAN_STEPS
+    assert sorted(plan.steps[-1]["depends_on"]) == sorted(RESEARCH_STEPS)
+
+    position = {e.seq: i for i, e in enumerate(events)}
+    started = {e.step_id: position[e.seq] for e in of_type(events, StepStarted)}
+    completed = {e.step_id: position[e.seq] for e in of_type(events, StepCompleted)}
+    assert len(of_type(events, StepStarted)) == len(of_type(events, StepCompleted)) == 4
+    assert set(started) == set(completed) == set(PLAN_STEPS)
+    for step_id in PLAN_STEPS:
+        assert started[step_id] < completed[step_id], step_id
+    assert all(completed[s] < started["summary"] for s in RESEARCH_STEPS)
+
+    assert "# Workflow Results" in last.output
+    for step_id in PLAN_STEPS:
+        assert f"### Step: {step_id}" in last.output
+    spent = of_type(events, UsageRecorded)
+    assert last.usage.input_tokens == sum(u.usage.input_tokens for u in spent) > 0
+    assert last.usage.output_tokens == sum(u.usage.output_tokens for u in spent) > 0
+
+
+def test_run_rejects_an_unknown_events_mode(db: str) -> None:
+    result = invoke("run", "--team", RESEARCH_TEAM, "--events", "xml", "--db", db, REQUEST)
+
+    assert result.exit_code == 2, explain(result)
+    assert "'xml'" in result.output
+    assert "# Workflow Results" not in result.output
+
+
+def test_run_with_a_template_plans_from_it(tmp_path: Path, db: str) -> None:
+    team = write_team(tmp_path, ALL_WORKERS_TEAM)
+
+    result, events = run_jsonl(
+        db, "--team", team, "--template", "code_review", request=CODE_REQUEST
+    )
+
+    assert result.exit_code == 0, explain(result)
+    (plan,) = of_type(events, PlanCreated)
+    assert plan.tier == "template"
+    assert plan.plan_name == "code_review"
+    assert [s["id"] for s in plan.steps] == ["analyze_code", "find_bugs", "style_review", "summary"]
+    tasks = [s["task"] for s in plan.steps] + [e.task for e in of_type(events, StepStarted)]
+    assert len(tasks) == 8
+    for task in tasks:
+        assert task.endswith(f"User's original request: {CODE_REQUEST}"), task
+    final = events[-1]
+    assert isinstance(final, RunCompleted)
+    assert final.status == "completed"
+
+
+def test_run_with_an_unknown_template_falls_through_to_planning(tmp_path: Path, db: str) -> None:
+    team = write_team(tmp_path, ALL_WORKERS_TEAM)
+
+    result, events = run_jsonl(db, "--team", team, "--template", "nope", request=CODE_REQUEST)
+
+    assert result.exit_code == 0, explain(result)
+    (plan,) = of_type(events, PlanCreated)
+    assert plan.tier != "template"
+    assert plan.steps
+    assert isinstance(events[-1], RunCompleted)
+    assert events[-1].status == "completed"
+
+
+def test_exit_code_3_when_some_steps_fail(tmp_path: Path, db: str) -> None:
+    # The writer's model cannot be built (conftest refuses real clients), so `summary` fails.
+    team = write_team(
+        tmp_path,
+        (
+            f"name: partial\nmodel: offline\nknowledge: [{KNOWLEDGE}]\n"
+            "members:\n  - researcher\n  - analyst\n"
+            "  - name: writer\n    model: openai:gpt-4o-mini\n"
+        ),
+    )
+
+    result = invoke("run", "--team", team, "--db", db, REQUEST)
+
+    assert result.exit_code == 3, explain(result)
+    assert "### Step: research_cost" in result.stdout
+    assert "**Failed**" in result.stdout
+    assert "completed_with_errors" in result.output
+
+
+def test_exit_code_1_when_every_step_fails(tmp_path: Path, db: str) -> None:
+    team = write_team(
+        tmp_path,
+        (
+            "name: broken\nmodel: offline\nmembers:\n"
+            "  - name: researcher\n    model: openai:gpt-4o-mini\n"
+            "  - name: writer\n    model: openai:gpt-4o-mini\n"
+        ),
+    )
+
+    result = invoke("run", "--team", team, "--db", db, REQUEST)
+
+    assert result.exit_code == 1, explain(result)
+    assert "failed" in result.output
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "field", "value"),
+    [
+        ("name: bad\nmembers: [researcher, wizard]\n", "members[1]", "'wizard'"),
+        (
+            "name: bad\nmembers:\n  - name: researcher\n    tools: [web_search]\n",
+            "members[0].tools[0]",
+            "'web_search'",
+        ),
+        (
+            "name: bad\nmembers: [researcher]\nworkflow:\n  max_parallel: lots\n",
+            "workflow.max_parallel",
+            "'lots'",
+        ),
+    ],
+    ids=["unknown-worker", "unknown-tool", "wrong-type"],
+)
+def test_a_bad_team_file_is_a_usage_error_naming_file_field_and_value(
+    tmp_path: Path, db: str, yaml_text: str, field: str, value: str
+) -> None:
+    team = write_team(tmp_path, yaml_text)
+
+    result = invoke("run", "--team", team, "--db", db, "anything")
+
+    assert result.exit_code == 2, explain(result)
+    message = flat(result.output)
+    assert f"{team}: {field}" in message
+    assert value in message
+    assert "Traceback" not in result.output
+
+
+def test_a_missing_team_file_is_a_usage_error(tmp_path: Path, db: str) -> None:
+    missing = tmp_path / "nope.yaml"
+
+    result = invoke("run", "--team", missing, "--db", db, "anything")
+
+    assert result.exit_code == 2, explain(result)
+    assert str(missing) in flat(result.output)
+
+
+# --- runs, resume ---------------------------------------------------------------------------------
+def test_runs_lists_a_finished_run_with_its_status(db: str) -> None:
+    _, events = run_jsonl(db, "--team", RESEARCH_TEAM)
+    run_id = events[0].run_id
+
+    result = invoke("runs", "--db", db)
+
+    assert result.exit_code == 0, explain(result)
+    line = next((ln for ln in result.stdout.splitlines() if run_id in ln), None)
+    assert line is not None, result.stdout
+    assert "completed" in line
+    assert "llm" in line
+
+
+def test_runs_on_an_empty_database_lists_nothing(db: str) -> None:
+    result = invoke("runs", "--db", db)
+
+    assert result.exit_code == 0, explain(result)
+    assert not re.search(r"[0-9a-f]{32}", result.stdout)
+
+
+def test_resume_of_an_unknown_run_is_a_usage_error(db: str) -> None:
+    result = invoke("resume", "no-such-run", "--db", db)
+
+    assert result.exit_code == 2, explain(result)
+    assert "no run with id 'no-such-run'" in flat(result.output)
+    assert "Traceback" not in result.output
+
+
+def test_resume_of_a_finished_run_is_a_usage_error(db: str) -> None:
+    _, events = run_jsonl(db, "--team", RESEARCH_TEAM)
+    run_id = events[0].run_id
+
+    result = invoke("resume", run_id, "--events", "jsonl", "--db", db)
+
+    assert result.exit_code == 2, explain(result)
+    assert run_id in result.output
+    assert "already ended" in flat(result.output)
+    assert not of_type([event_from_json(x) for x in result.stdout.splitlines()], Resumed)
+
+
+# --- templates ------------------------------------------------------------------------------------
+def test_templates_lists_the_builtin_templates() -> None:
+    result = invoke("templates")
+
+    assert result.exit_code == 0, explain(result)
+    for name in BUILTIN_TEMPLATES:
+        assert name in result.stdout
+    assert "analyze_code → find_bugs → style_review → summary" in result.stdout
+
+
+def test_templates_also_lists_the_team_templates_dirs(tmp_path: Path) -> None:
+    (tmp_path / "tpl").mkdir()
+    (tmp_path / "tpl" / "triage.yaml").write_text(
+        "description: Triage an incident\nsteps:\n"
+        "  - {id: gather, worker: researcher, task: Gather the facts}\n"
+        "  - {id: decide, worker: analyst, task: Decide, depends_on: [gather]}\n",
+        encoding="utf-8",
+    )
+    team = write_team(
+        tmp_path, "name: t\nmembers: [researcher, analyst]\nworkflow:\n  templates_dirs: [tpl]\n"
+    )
+
+    result = invoke("templates", "--team", team)
+
+    assert result.exit_code == 0, explain(result)
+    assert "triage" in result.stdout
+    assert "gather → decide" in result.stdout
+    for name in BUILTIN_TEMPLATES:
+        assert name in result.stdout
+
+
+# --- ingest ---------------------------------------------------------------------------------------
+INGEST = re.compile(
+    r"indexed (\d+) file\(s\), (\d+) unchanged, (\d+) removed; (\d+) chunk\(s\) "
+    r"written; (\d+) chunk\(s\) in the index"
+)
+
+
+def test_ingest_indexes_files_then_skips_unchanged_ones(db: str) -> None:
+    files = len(list(KNOWLEDGE.glob("*.md")))
+    assert files >= 2
+
+    first = invoke("ingest", KNOWLEDGE, "--db", db)
+    second = invoke("ingest", KNOWLEDGE, "--db", db)
+
+    assert first.exit_code == 0, explain(first)
+    assert second.exit_code == 0, explain(second)
+    one, two = INGEST.search(flat(first.stdout)), INGEST.search(flat(second.stdout))
+    assert one is not None, first.stdout
+    assert two is not None, second.stdout
+    indexed, unchanged, removed, written, total = map(int, one.groups())
+    assert (indexed, unchanged, removed) == (files, 0, 0)
+    assert written == total > files
+    assert tuple(map(int, two.groups())) == (0, files, 0, 0, total)
+
+
+def test_ingest_reindexes_only_a_changed_file(tmp_path: Path, db: str) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("redis.md", "mongodb.md"):
+        (docs / name).write_text((KNOWLEDGE / name).read_text(encoding="utf-8"), encoding="utf-8")
+    assert invoke("ingest", docs, "--db", db).exit_code == 0
+    (docs / "redis.md").write_text("# Redis\n\nRedis keeps data in memory.\n", encoding="utf-8")
+
+    result = invoke("ingest", docs, "--db", db)
+
+    assert result.exit_code == 0, explain(result)
+    found = INGEST.search(flat(result.stdout))
+    assert found is not None, result.stdout
+    assert tuple(map(int, found.groups()[:3])) == (1, 1, 0)
+
+
+def test_ingest_of_a_missing_path_is_a_usage_error(tmp_path: Path, db: str) -> None:
+    missing = tmp_path / "no-such-folder"
+
+    result = invoke("ingest", missing, "--db", db)
+
+    assert result.exit_code == 2, explain(result)
+    assert str(missing) in flat(result.output)
+    assert "Traceback" not in result.output
+
+
+# --- user text is printed verbatim, never as rich markup ------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="cli._fail prints the exception text as rich markup: '[draft]' in a path vanishes "
+    "and '[/x]' raises MarkupError",
+)
+def test_error_messages_print_paths_with_brackets_verbatim(tmp_path: Path, db: str) -> None:
+    missing = tmp_path / "notes[draft]" / "todo.md"
+
+    result = invoke("ingest", missing, "--db", db)
+
+    assert result.exit_code == 2, explain(result)
+    assert str(missing) in flat(result.output)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cli._report prints the final report through rich markup: a '[/b]' in it raises "
+    "MarkupError after the run completed (exit 1), and '[i]' is silently dropped",
+)
+def test_table_mode_prints_a_report_with_brackets_verbatim(tmp_path: Path, db: str) -> None:
+    team = write_team(tmp_path, ALL_WORKERS_TEAM)
+    request = "Review this function for bugs: def f(xs, i): return xs[i] / 0  # [/b]"
+
+    result = invoke("run", "--team", team, "--template", "code_review", "--db", db, request)
+
+    assert result.exit_code == 0, explain(result)
+    assert f"User's original request: {request}" in result.stdout
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cli.runs renders each run's input as rich markup: one run whose request holds "
+    "'[/b]' makes `teamgraph runs` crash with MarkupError for that database",
+)
+def test_runs_survives_a_request_with_brackets(tmp_path: Path, db: str) -> None:
+    team = write_team(tmp_path, ALL_WORKERS_TEAM)
+    result, events = run_jsonl(db, "--team", team, request="Fix the [/b] tag")
+    assert result.exit_code == 0, explain(result)
+
+    listed = invoke("runs", "--db", db)
+
+    assert listed.exit_code == 0, explain(listed)
+    assert events[0].run_id in listed.stdout
+    assert "Fix the [/b] tag" in listed.stdout

@@ -1,0 +1,335 @@
+"""The offline model as a LangChain chat model: answers, tool calls, structured output, plans."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.tools import BaseTool, tool
+from pydantic import BaseModel
+
+from teamgraph import prompts
+from teamgraph.knowledge import KnowledgeBase
+from teamgraph.llm.offline import OfflineChatModel
+from teamgraph.plan import Plan
+from teamgraph.planning.planner import parse_plan
+from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
+from teamgraph.specs.builtin import BUILTIN_WORKERS
+from teamgraph.tools.search_docs import make_search_docs_tool
+
+REPO = Path(__file__).resolve().parents[1]
+KNOWLEDGE = REPO / "examples" / "knowledge"
+RESEARCH_MEMBERS = ["researcher", "analyst", "writer", "critic"]
+RESEARCH_TASK = (
+    "Research performance of PostgreSQL and MongoDB: find facts about each and how they differ."
+)
+
+
+@pytest.fixture
+def model() -> OfflineChatModel:
+    return OfflineChatModel()
+
+
+@pytest.fixture
+def search_docs(tmp_path: Path) -> BaseTool:
+    kb = KnowledgeBase(tmp_path / "kb.db")
+    kb.ingest([KNOWLEDGE])
+    return make_search_docs_tool(kb)
+
+
+@tool
+def send_invoice(customer: str, amount: float) -> str:
+    """Billing: send an invoice to a customer for the amount due on their account."""
+    return f"invoice sent to {customer}"
+
+
+class Verdict(BaseModel):
+    summary: str
+    score: int
+    approved: bool
+
+
+def researcher_turn(task: str) -> list[BaseMessage]:
+    spec = BUILTIN_WORKERS["researcher"]
+    return [
+        SystemMessage(prompts.worker_system(spec.name, spec.description, spec.instructions)),
+        HumanMessage(task),
+    ]
+
+
+def planner_turn(request: str, max_steps: int = 10) -> list[BaseMessage]:
+    system = prompts.planner_system(
+        "research",
+        [(name, BUILTIN_WORKERS[name].description) for name in RESEARCH_MEMBERS],
+        [(t.name, t.description) for t in load_templates([BUILTIN_TEMPLATES_DIR]).values()],
+        max_steps,
+    )
+    return [SystemMessage(system), HumanMessage(request)]
+
+
+def plan_for(model: OfflineChatModel, request: str, max_steps: int = 10) -> Plan:
+    reply = model.invoke(planner_turn(request, max_steps))
+    assert reply.text.lstrip().startswith("```json"), reply.text
+    plan, errors = parse_plan(reply.text, RESEARCH_MEMBERS, max_steps)
+    assert plan is not None, errors
+    assert errors == []
+    return plan
+
+
+def assert_usage(message: AIMessage) -> None:
+    usage = message.usage_metadata
+    assert usage is not None
+    assert usage["input_tokens"] > 0
+    assert usage["output_tokens"] > 0
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+def merged(chunks: list[Any]) -> AIMessageChunk:
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+    assert isinstance(total, AIMessageChunk)
+    return total
+
+
+# --- answers --------------------------------------------------------------------------------------
+def test_plain_invoke_answers_and_says_it_is_offline(model: OfflineChatModel) -> None:
+    reply = model.invoke("What is the capital of France?")
+
+    assert isinstance(reply, AIMessage)
+    assert not reply.tool_calls
+    assert reply.text.strip()
+    assert "Offline model" in reply.text
+    assert_usage(reply)
+
+
+def test_answers_from_the_context_of_previous_steps(model: OfflineChatModel) -> None:
+    context = [
+        (
+            "research_cost",
+            "PostgreSQL is free and open source software. "
+            "MongoDB Atlas is billed per cluster hour.",
+        )
+    ]
+    prompt = prompts.worker_prompt("Write a summary of the cost of PostgreSQL", context)
+
+    reply = model.invoke(researcher_turn(prompt))
+
+    assert "Offline model" in reply.text
+    assert "research_cost" in reply.text
+    assert "PostgreSQL is free and open source software." in reply.text
+    assert_usage(reply)
+
+
+def test_synthesizer_prompt_is_answered_from_the_step_results(model: OfflineChatModel) -> None:
+    results = [
+        ("research_security", "researcher", "PostgreSQL supports row-level security policies."),
+        ("research_cost", "researcher", "MongoDB Atlas is billed per cluster hour."),
+    ]
+    messages = [
+        SystemMessage(prompts.synthesizer_system("research")),
+        HumanMessage(prompts.synthesizer_prompt("Compare PostgreSQL and MongoDB", results)),
+    ]
+
+    reply = model.invoke(messages)
+
+    assert "Offline model" in reply.text
+    assert "PostgreSQL supports row-level security policies." in reply.text
+    assert "MongoDB Atlas is billed per cluster hour." in reply.text
+    assert_usage(reply)
+
+
+# --- tools ----------------------------------------------------------------------------------------
+def test_a_research_task_calls_the_search_tool(
+    model: OfflineChatModel, search_docs: BaseTool
+) -> None:
+    reply = model.bind_tools([search_docs]).invoke(researcher_turn(RESEARCH_TASK))
+
+    assert isinstance(reply, AIMessage)
+    assert len(reply.tool_calls) == 1
+    call = reply.tool_calls[0]
+    assert call["name"] == "search_docs"
+    assert isinstance(call["args"]["query"], str)
+    assert call["args"]["query"].strip()
+    assert call["id"]
+    assert_usage(reply)
+
+
+def test_an_unrelated_tool_is_not_called(model: OfflineChatModel) -> None:
+    reply = model.bind_tools([send_invoice]).invoke(researcher_turn(RESEARCH_TASK))
+
+    assert not reply.tool_calls
+    assert "Offline model" in reply.text
+    assert_usage(reply)
+
+
+def test_the_matching_tool_is_chosen_among_several(
+    model: OfflineChatModel, search_docs: BaseTool
+) -> None:
+    reply = model.bind_tools([send_invoice, search_docs]).invoke(researcher_turn(RESEARCH_TASK))
+
+    assert [c["name"] for c in reply.tool_calls] == ["search_docs"]
+
+
+def test_after_a_tool_result_it_answers_quoting_that_result(
+    model: OfflineChatModel, search_docs: BaseTool
+) -> None:
+    bound = model.bind_tools([search_docs])
+    messages = researcher_turn(RESEARCH_TASK)
+    call_reply = bound.invoke(messages)
+    call = call_reply.tool_calls[0]
+    result = search_docs.invoke(call["args"])
+    assert "PostgreSQL" in result or "MongoDB" in result  # the knowledge base found something
+
+    reply = bound.invoke(
+        [*messages, call_reply, ToolMessage(result, tool_call_id=call["id"], name=call["name"])]
+    )
+
+    assert not reply.tool_calls  # it answers instead of searching forever
+    assert "Offline model" in reply.text
+    quoted = [line.split("**: ", 1)[1] for line in reply.text.splitlines() if "**: " in line]
+    assert quoted, reply.text
+    flat_result = " ".join(result.split())
+    for passage in quoted:
+        for sentence in passage.split(". "):
+            assert " ".join(sentence.split()).rstrip(".") in flat_result, sentence
+    assert_usage(reply)
+
+
+def test_a_forced_tool_is_called_with_arguments_of_its_schema(model: OfflineChatModel) -> None:
+    reply = model.bind_tools([send_invoice], tool_choice="send_invoice").invoke(
+        "Invoice ACME Corp for 250 dollars"
+    )
+
+    (call,) = reply.tool_calls
+    assert call["name"] == "send_invoice"
+    assert isinstance(call["args"]["customer"], str)
+    assert isinstance(call["args"]["amount"], float)
+    assert send_invoice.invoke(call["args"]).startswith("invoice sent to")
+
+
+def test_structured_output_returns_the_schema(model: OfflineChatModel) -> None:
+    answer = model.with_structured_output(Verdict).invoke("Rate this pull request from 1 to 10")
+
+    assert isinstance(answer, Verdict)
+
+
+def test_structured_output_raw_reply_carries_usage(model: OfflineChatModel) -> None:
+    out = model.with_structured_output(Verdict, include_raw=True).invoke("Rate this from 1 to 10")
+
+    assert out["parsing_error"] is None
+    assert isinstance(out["parsed"], Verdict)
+    assert_usage(out["raw"])
+
+
+# --- plans ----------------------------------------------------------------------------------------
+def test_plans_an_english_comparison_per_aspect(model: OfflineChatModel) -> None:
+    plan = plan_for(model, "Compare PostgreSQL and MongoDB on performance, security and cost")
+
+    assert [s.id for s in plan.steps] == [
+        "research_performance",
+        "research_security",
+        "research_cost",
+        "summary",
+    ]
+    research, summary = plan.steps[:3], plan.steps[3]
+    assert all(s.depends_on == [] for s in research)
+    assert sorted(summary.depends_on) == sorted(s.id for s in research)
+    assert {s.worker for s in research} == {"researcher"}
+    assert summary.worker == "writer"
+    for step, aspect in zip(research, ["performance", "security", "cost"], strict=True):
+        assert aspect in step.task
+        assert "PostgreSQL" in step.task
+        assert "MongoDB" in step.task
+    assert set(plan.entities) == {"PostgreSQL", "MongoDB"}
+
+
+def test_plans_a_chinese_comparison_per_aspect(model: OfflineChatModel) -> None:
+    plan = plan_for(model, "比较 PostgreSQL 和 MongoDB 的性能、安全和成本")
+
+    assert len(plan.steps) == 4
+    research, summary = plan.steps[:3], plan.steps[3]
+    assert all(s.depends_on == [] for s in research)
+    assert sorted(summary.depends_on) == sorted(s.id for s in research)
+    for step, aspect in zip(research, ["性能", "安全", "成本"], strict=True):
+        assert aspect in step.task
+        assert "PostgreSQL" in step.task
+        assert "MongoDB" in step.task
+    assert {s.worker for s in research} == {"researcher"}
+    assert summary.worker == "writer"
+
+
+def test_plans_an_ordered_request_as_a_chain(model: OfflineChatModel) -> None:
+    plan = plan_for(model, "First collect the data, then analyze it, then write the report")
+
+    assert len(plan.steps) == 3
+    first, second, third = plan.steps
+    assert first.depends_on == []
+    assert second.depends_on == [first.id]
+    assert third.depends_on == [second.id]
+    assert "collect the data" in first.task
+    assert "analyze it" in second.task
+    assert "write the report" in third.task
+    assert [s.worker for s in plan.steps] == ["researcher", "analyst", "writer"]
+
+
+def test_plans_respect_the_step_limit_of_the_prompt(model: OfflineChatModel) -> None:
+    plan = plan_for(
+        model, "Compare PostgreSQL and MongoDB on performance, security and cost", max_steps=2
+    )
+
+    assert 1 <= len(plan.steps) <= 2
+
+
+def test_planner_reply_carries_usage(model: OfflineChatModel) -> None:
+    assert_usage(model.invoke(planner_turn("Compare Redis and PostgreSQL")))
+
+
+# --- streaming, latency ---------------------------------------------------------------------------
+async def test_streamed_answer_equals_the_invoked_answer(model: OfflineChatModel) -> None:
+    question = "What is the capital of France?"
+
+    chunks = [chunk async for chunk in model.astream(question)]
+    whole = await model.ainvoke(question)
+
+    assert len(chunks) > 3
+    assert "".join(str(c.content) for c in chunks) == whole.text
+    total = merged(chunks)
+    assert total.usage_metadata == whole.usage_metadata
+    assert_usage(whole)
+
+
+async def test_a_streamed_tool_call_merges_into_one_call(
+    model: OfflineChatModel, search_docs: BaseTool
+) -> None:
+    bound = model.bind_tools([search_docs])
+    messages = researcher_turn(RESEARCH_TASK)
+
+    total = merged([chunk async for chunk in bound.astream(messages)])
+    whole = await bound.ainvoke(messages)
+
+    assert [c["name"] for c in total.tool_calls] == [c["name"] for c in whole.tool_calls]
+    assert total.tool_calls[0]["args"] == whole.tool_calls[0]["args"]
+    assert total.usage_metadata == whole.usage_metadata
+
+
+async def test_latency_delays_every_async_reply() -> None:
+    slow = OfflineChatModel(latency=0.2)
+
+    started = time.perf_counter()
+    await slow.ainvoke("hello there")
+    chunks = [chunk async for chunk in slow.astream("hello there")]
+    elapsed = time.perf_counter() - started
+
+    assert chunks
+    assert elapsed >= 0.4
