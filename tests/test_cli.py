@@ -368,11 +368,6 @@ def test_ingest_of_a_missing_path_is_a_usage_error(tmp_path: Path, db: str) -> N
 
 
 # --- user text is printed verbatim, never as rich markup ------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli._fail prints the exception text as rich markup: '[draft]' in a path vanishes "
-    "and '[/x]' raises MarkupError",
-)
 def test_error_messages_print_paths_with_brackets_verbatim(tmp_path: Path, db: str) -> None:
     missing = tmp_path / "notes[draft]" / "todo.md"
 
@@ -382,11 +377,6 @@ def test_error_messages_print_paths_with_brackets_verbatim(tmp_path: Path, db: s
     assert str(missing) in flat(result.output)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli._report prints the final report through rich markup: a '[/b]' in it raises "
-    "MarkupError after the run completed (exit 1), and '[i]' is silently dropped",
-)
 def test_table_mode_prints_a_report_with_brackets_verbatim(tmp_path: Path, db: str) -> None:
     team = write_team(tmp_path, ALL_WORKERS_TEAM)
     request = "Review this function for bugs: def f(xs, i): return xs[i] / 0  # [/b]"
@@ -397,11 +387,6 @@ def test_table_mode_prints_a_report_with_brackets_verbatim(tmp_path: Path, db: s
     assert f"User's original request: {request}" in result.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.runs renders each run's input as rich markup: one run whose request holds "
-    "'[/b]' makes `teamgraph runs` crash with MarkupError for that database",
-)
 def test_runs_survives_a_request_with_brackets(tmp_path: Path, db: str) -> None:
     team = write_team(tmp_path, ALL_WORKERS_TEAM)
     result, events = run_jsonl(db, "--team", team, request="Fix the [/b] tag")

@@ -12,7 +12,9 @@ import typer
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from teamgraph.config import Settings
 from teamgraph.errors import TeamgraphError
@@ -51,7 +53,7 @@ def _settings(db: str | None) -> Settings:
 
 
 def _fail(exc: BaseException) -> typer.Exit:
-    err.print(f"[red]error:[/red] {exc}")
+    err.print(f"[red]error:[/red] {escape(str(exc))}")
     return typer.Exit(2)
 
 
@@ -164,9 +166,12 @@ def _table(view: RunView) -> Table:
 
 def _report(view: RunView) -> None:
     if view.output:
-        console.print(Markdown(view.output) if console.is_terminal else view.output)
+        if console.is_terminal:
+            console.print(Markdown(view.output))
+        else:
+            console.print(view.output, markup=False, highlight=False)
     if view.error:
-        err.print(f"[red]run failed:[/red] {view.error}")
+        err.print(f"[red]run failed:[/red] {escape(view.error)}")
     if view.status not in EXIT:
         err.print(f"run {view.run_id} stopped; continue it with: teamgraph resume {view.run_id}")
     console.print(
@@ -196,7 +201,7 @@ def runs(
     ):
         table.add_column(column)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))
     console.print(table)
 
 
@@ -242,7 +247,7 @@ def templates(
     table.add_column("description")
     table.add_column("steps")
     for name, tpl in sorted(found.items()):
-        table.add_row(name, tpl.description, " → ".join(s.id for s in tpl.steps))
+        table.add_row(Text(name), Text(tpl.description), Text(" → ".join(s.id for s in tpl.steps)))
     console.print(table)
 
 

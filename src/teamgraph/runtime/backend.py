@@ -16,10 +16,13 @@ from teamgraph.config import Settings
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.storage.runs import RunRepository
 
-
 # WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
 # durability runs need); only an OS crash or power loss may lose the last commits.
-SQLITE_PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA busy_timeout=5000")
+SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA busy_timeout=5000",
+)
 
 
 def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
