@@ -170,6 +170,8 @@ def _report(view: RunView) -> None:
             console.print(Markdown(view.output))
         else:
             console.print(view.output, markup=False, highlight=False)
+    for note in view.plan_notes:
+        err.print(f"[dim]planner: {escape(note)}[/dim]")
     if view.error:
         err.print(f"[red]run failed:[/red] {escape(view.error)}")
     if view.status not in EXIT:

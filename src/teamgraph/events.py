@@ -68,6 +68,7 @@ class PlanCreated(BaseEvent):
     confidence: float
     reasoning: str = ""
     steps: list[dict[str, Any]]
+    notes: list[str] = Field(default_factory=list, description="why earlier tiers were passed over")
 
 
 class StepStarted(BaseEvent):

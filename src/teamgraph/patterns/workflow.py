@@ -48,7 +48,7 @@ async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Workf
     else:
         decision = await make_plan(state["request"], ctx, state.get("template"))
         plan, tier, notes = decision.plan, decision.tier, decision.notes
-    emit_plan(ctx, plan, tier)
+    emit_plan(ctx, plan, tier, notes)
     spent = ctx.usage.by_agent.get("planner", TokenUsage())
     return {
         "plan": plan.model_dump(),
@@ -59,7 +59,7 @@ async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Workf
     }
 
 
-def emit_plan(ctx: RunContext, plan: Plan, tier: str) -> None:
+def emit_plan(ctx: RunContext, plan: Plan, tier: str, notes: list[str] | None = None) -> None:
     ctx.emit(
         PlanCreated,
         plan_name=plan.name,
@@ -67,6 +67,7 @@ def emit_plan(ctx: RunContext, plan: Plan, tier: str) -> None:
         confidence=plan.confidence,
         reasoning=plan.reasoning,
         steps=[s.model_dump() for s in plan.steps],
+        notes=notes or [],
     )
 
 

@@ -126,7 +126,8 @@ class Runner:
         done = await self.ledger.load(run_id)
         ctx.emit(Resumed, completed_steps=sorted(k for k, r in done.items() if r.status == "done"))
         if state.get("plan"):
-            workflow.emit_plan(ctx, Plan.model_validate(state["plan"]), state.get("tier", "llm"))
+            plan = Plan.model_validate(state["plan"])
+            workflow.emit_plan(ctx, plan, state.get("tier", "llm"), state.get("notes"))
         await self.backend.runs.update(run_id, status="running")
         async for event in self._drive(None, ctx, queue):
             yield event

@@ -40,6 +40,7 @@ class RunView:
     plan_name: str = ""
     tier: str = ""
     confidence: float = 0.0
+    plan_notes: list[str] = field(default_factory=list)
     steps: dict[str, StepView] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
     status: str = "running"
@@ -55,6 +56,7 @@ class RunView:
 
     def _on_PlanCreated(self, e: PlanCreated) -> None:
         self.plan_name, self.tier, self.confidence = e.plan_name, e.tier, e.confidence
+        self.plan_notes = list(e.notes)
         self.steps = {s["id"]: StepView(s["id"], s["worker"], s["task"]) for s in e.steps}
         for step_id in self.done_before_resume:
             if step_id in self.steps:
