@@ -20,8 +20,8 @@ async def execute_plan(plan: Plan, ctx: RunContext) -> dict[str, StepRecord]:
     """Run every step as soon as its own dependencies are done, up to ``max_parallel`` at once.
 
     Finished steps found in the ledger (a resumed run) are not run again."""
-    known = {s.id for s in plan.steps}
-    records = {k: v for k, v in (await ctx.ledger.load(ctx.run_id)).items() if k in known}
+    saved = await ctx.ledger.load(ctx.run_id)
+    records = {s.id: saved[s.id] for s in plan.steps if _same_step(saved.get(s.id), s)}
     for record in records.values():
         ctx.usage.add(record.worker, record.step_id, record.usage)
     states: dict[str, StepState] = {s.id: "pending" for s in plan.steps}
@@ -45,6 +45,10 @@ async def execute_plan(plan: Plan, ctx: RunContext) -> dict[str, StepRecord]:
         for task in running:
             task.cancel()
     return records
+
+
+def _same_step(record: StepRecord | None, step: Step) -> bool:
+    return record is not None and (record.worker, record.task) == (step.worker, step.task)
 
 
 def _start_ready(
@@ -123,7 +127,9 @@ async def _skip(
     records: dict[str, StepRecord],
     ctx: RunContext,
 ) -> None:
-    record = StepRecord(step_id=step.id, worker=step.worker, status="skipped", error=reason)
+    record = StepRecord(
+        step_id=step.id, worker=step.worker, task=step.task, status="skipped", error=reason
+    )
     await ctx.ledger.save(ctx.run_id, record)
     states[step.id] = "skipped"
     records[step.id] = record
@@ -139,7 +145,9 @@ async def run_step(step: Step, context: list[tuple[str, str]], ctx: RunContext) 
     except KeyError:
         names = ", ".join(m.name for m in ctx.team.members)
         error = f"unknown worker {step.worker!r} (team members: {names})"
-        return StepRecord(step_id=step.id, worker=step.worker, status="failed", error=error)
+        return StepRecord(
+            step_id=step.id, worker=step.worker, task=step.task, status="failed", error=error
+        )
     try:
         outcome = await run_function_agent(
             agent, prompts.worker_prompt(step.task, context), ctx, step_id=step.id
@@ -148,6 +156,7 @@ async def run_step(step: Step, context: list[tuple[str, str]], ctx: RunContext) 
         return StepRecord(
             step_id=step.id,
             worker=step.worker,
+            task=step.task,
             status="failed",
             error=f"{type(exc).__name__}: {exc}",
             elapsed_s=time.perf_counter() - started,
@@ -156,6 +165,7 @@ async def run_step(step: Step, context: list[tuple[str, str]], ctx: RunContext) 
     return StepRecord(
         step_id=step.id,
         worker=step.worker,
+        task=step.task,
         status="done",
         output=outcome.output,
         elapsed_s=time.perf_counter() - started,

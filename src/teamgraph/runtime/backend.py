@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from teamgraph.config import Settings
 from teamgraph.knowledge import KnowledgeBase
+from teamgraph.ledger import SqliteLedger, StepLedger
 from teamgraph.storage.runs import RunRepository
 
 # WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
@@ -34,10 +35,11 @@ def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 @dataclass
 class Backend:
-    """Checkpointer, store (step ledger, memory), run table and knowledge index."""
+    """Checkpointer, store (shared memory), step ledger, run table and knowledge index."""
 
     checkpointer: AsyncSqliteSaver
     store: AsyncSqliteStore
+    ledger: StepLedger
     runs: RunRepository
     knowledge: KnowledgeBase
 
@@ -60,4 +62,6 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
         stack.push_async_callback(engine.dispose)
         runs = RunRepository(engine)
         await runs.create_tables()
-        yield Backend(saver, store, runs, KnowledgeBase(path))
+        ledger = SqliteLedger(path)
+        stack.callback(ledger.close)
+        yield Backend(saver, store, ledger, runs, KnowledgeBase(path))

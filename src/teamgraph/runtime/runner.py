@@ -27,7 +27,7 @@ from teamgraph.events import (
     RunStarted,
     TokenUsage,
 )
-from teamgraph.ledger import StepLedger, StoreLedger
+from teamgraph.ledger import StepLedger, StepRecord
 from teamgraph.llm.pricing import PriceTable
 from teamgraph.llm.provider import ModelProvider
 from teamgraph.llm.usage import UsageTracker
@@ -63,12 +63,13 @@ class Runner:
         self.settings = settings or Settings()
         self.models = ModelProvider(self.settings, models, model)
         self.registry = registry or builtin_registry()
-        self.ledger = ledger or StoreLedger(backend.store)
+        self.ledger = ledger or backend.ledger
         self.prices = PriceTable.load(self.settings.prices_file)
         self.templates: dict[str, Template] = load_templates(
             [BUILTIN_TEMPLATES_DIR, *self.settings.templates_dirs, *team.workflow.templates_dirs]
         )
         self.graph = workflow.build(team, backend.checkpointer)
+        self._finished: dict[str, RunResult] = {}  # results of runs that ended in this process
 
     async def stream(
         self,
@@ -137,12 +138,12 @@ class Runner:
         run_id = options.pop("run_id", None) or uuid.uuid4().hex
         async for _ in self.stream(request, run_id=run_id, **options):
             pass
-        return await self.result(run_id)
+        return self._finished.pop(run_id, None) or await self.result(run_id)
 
     async def resume(self, run_id: str) -> RunResult:
         async for _ in self.resume_stream(run_id):
             pass
-        return await self.result(run_id)
+        return self._finished.pop(run_id, None) or await self.result(run_id)
 
     async def result(self, run_id: str) -> RunResult:
         """The stored result of a run (finished or not)."""
@@ -150,10 +151,6 @@ class Runner:
         state = (await self.graph.aget_state(self._config(row.thread_id))).values
         plan = state.get("plan")
         records = await self.ledger.load(run_id)
-        steps = [
-            StepResult(id=s["id"], worker=s["worker"], task=s["task"], **_record(records, s["id"]))
-            for s in (plan or {}).get("steps", [])
-        ]
         return RunResult(
             run_id=run_id,
             thread_id=row.thread_id,
@@ -162,7 +159,7 @@ class Runner:
             error=row.error or "",
             planner_tier=row.planner_tier,
             plan=plan,
-            steps=steps,
+            steps=_steps(plan, records),
             usage=TokenUsage(
                 input_tokens=row.input_tokens,
                 output_tokens=row.output_tokens,
@@ -231,6 +228,18 @@ class Runner:
         status, output = final.get("status", "completed"), final.get("output", "")
         ctx.emit(RunCompleted, status=status, output=output, usage=ctx.usage.total)
         await self._save(ctx, status=status, output=output, planner_tier=final.get("tier"))
+        records = {k: StepRecord.model_validate(v) for k, v in final.get("steps", {}).items()}
+        self._finished[ctx.run_id] = RunResult(
+            run_id=ctx.run_id,
+            thread_id=ctx.thread_id,
+            status=status,
+            output=output,
+            planner_tier=final.get("tier"),
+            plan=final.get("plan"),
+            steps=_steps(final.get("plan"), records),
+            usage=ctx.usage.total,
+            usage_by_agent=dict(ctx.usage.by_agent),
+        )
 
     async def _save(self, ctx: RunContext, **fields: Any) -> None:
         total = ctx.usage.total
@@ -244,6 +253,13 @@ class Runner:
             usage_by_agent={k: v.model_dump() for k, v in ctx.usage.by_agent.items()},
             **fields,
         )
+
+
+def _steps(plan: Mapping[str, Any] | None, records: Mapping[str, StepRecord]) -> list[StepResult]:
+    return [
+        StepResult(id=s["id"], worker=s["worker"], task=s["task"], **_record(records, s["id"]))
+        for s in (plan or {}).get("steps", [])
+    ]
 
 
 def _record(records: Mapping[str, Any], step_id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from teamgraph.errors import RunNotFound
@@ -21,20 +21,16 @@ class RunRepository:
         async with self.engine.begin() as conn:
             await conn.run_sync(Base.metadata.create_all)
 
-    async def create(self, **fields: Any) -> RunRow:
-        row = RunRow(**fields)
-        async with self.sessions.begin() as session:
-            session.add(row)
-        return row
+    async def create(self, **fields: Any) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(RunRow).values(**fields))
 
     async def update(self, run_id: str, **fields: Any) -> None:
-        async with self.sessions.begin() as session:
-            row = await session.get(RunRow, run_id)
-            if row is None:
-                raise RunNotFound(f"no run with id {run_id!r}")
-            for key, value in fields.items():
-                setattr(row, key, value)
-            row.updated_at = utcnow()
+        statement = update(RunRow).where(RunRow.id == run_id).values(**fields, updated_at=utcnow())
+        async with self.engine.begin() as conn:
+            result = await conn.execute(statement)
+        if result.rowcount == 0:
+            raise RunNotFound(f"no run with id {run_id!r}")
 
     async def get(self, run_id: str) -> RunRow:
         async with self.sessions() as session:

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from teamgraph import Plan, Step
+from teamgraph.ledger import SqliteLedger, StepRecord
+from teamgraph.runtime.team import Team
+from teamgraph.testing import FunctionChatModel
+
+from .helpers import task_of, team_dict
+
+
+def _record(step_id: str, task: str = "t", output: str = "out") -> StepRecord:
+    return StepRecord(step_id=step_id, worker="researcher", task=task, status="done", output=output)
+
+
+async def test_saved_records_survive_reopening(tmp_path: Path) -> None:
+    ledger = SqliteLedger(tmp_path / "l.db")
+    await ledger.save("run", _record("a"))
+    await ledger.save("run", _record("a", output="newer"))
+    await ledger.save("other", _record("b"))
+    ledger.close()
+    reopened = SqliteLedger(tmp_path / "l.db")
+    assert {k: r.output for k, r in (await reopened.load("run")).items()} == {"a": "newer"}
+    reopened.close()
+
+
+async def test_a_locked_database_never_blocks_the_event_loop(tmp_path: Path) -> None:
+    ledger = SqliteLedger(tmp_path / "l.db")
+    blocker = sqlite3.connect(tmp_path / "l.db", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock, as aiosqlite may
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.005)
+
+    ticking = asyncio.create_task(ticker())
+    saving = asyncio.create_task(ledger.save("run", _record("a")))
+    await asyncio.sleep(0.2)
+    assert not saving.done() and ticks >= 10  # waiting in a thread, the loop keeps running
+    blocker.execute("COMMIT")
+    await asyncio.wait_for(saving, 5)
+    ticking.cancel()
+    assert list(await ledger.load("run")) == ["a"]
+    ledger.close()
+    blocker.close()
+
+
+async def test_a_changed_step_is_not_taken_from_the_ledger(settings: Any) -> None:
+    calls: list[str] = []
+
+    def fn(messages: list[Any]) -> str:
+        calls.append(task_of(messages))
+        return f"answer to {task_of(messages)}"
+
+    team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=fn))
+    async with team.runner() as runner:
+        await runner.ledger.save("r", _record("a", task="an older task", output="stale"))
+        plan = Plan(steps=[Step(id="a", worker="researcher", task="the current task")])
+        result = await runner.run("x", run_id="r", plan=plan)
+    assert calls == ["the current task"]
+    assert result.step("a").output == "answer to the current task"
