@@ -2,12 +2,14 @@
 
 from teamgraph.config import Settings
 from teamgraph.errors import (
+    AgentFailed,
     ControlSignal,
     MaxIterationsExceeded,
     ModelConfigError,
     PlanValidationError,
     RunFailure,
     RunNotFound,
+    SandboxUnavailable,
     SpecError,
     TeamgraphError,
     ToolNotFound,
@@ -22,6 +24,7 @@ from teamgraph.runtime.team import Team
 from teamgraph.specs import AgentSpec, TeamSpec, WorkflowOptions
 
 __all__ = [
+    "AgentFailed",
     "AgentSpec",
     "ControlSignal",
     "Event",
@@ -33,6 +36,7 @@ __all__ = [
     "RunNotFound",
     "RunResult",
     "Runner",
+    "SandboxUnavailable",
     "Settings",
     "SpecError",
     "Step",

@@ -38,6 +38,10 @@ class MaxIterationsExceeded(RunFailure):
         self.limit = limit
 
 
+class AgentFailed(RunFailure):
+    """An agent could not produce an answer (empty replies, invalid structured output, ...)."""
+
+
 class RunNotFound(RunFailure):
     """No run with this id exists in the run store."""
 
@@ -61,6 +65,10 @@ class PlanValidationError(UsageError):
 
 class ModelConfigError(UsageError):
     """A model string cannot be resolved (unknown provider, missing package, missing key)."""
+
+
+class SandboxUnavailable(UsageError):
+    """Code execution was refused because isolation is not available (never runs unsandboxed)."""
 
 
 class ToolNotFound(UsageError):

@@ -73,3 +73,52 @@ def synthesizer_system(team: str) -> str:
 def synthesizer_prompt(request: str, results: list[tuple[str, str, str]]) -> str:
     blocks = "\n\n".join(f"### {sid} ({worker})\n{output}" for sid, worker, output in results)
     return f"{REQUEST_HEADING}\n{request}\n\n{STEP_RESULTS_HEADING}\n\n{blocks}"
+
+
+LIMIT_REACHED = (
+    "You have reached the limit of steps for this task. Do not call any tools. Answer now with "
+    "what you have found so far, and say what is missing."
+)
+
+REACT_HEADER = "Answer the task by reasoning step by step and using tools."
+
+
+def react_system(agent_system: str, tools: str, tool_names: list[str]) -> str:
+    """The ReAct text protocol, for models without native tool calling."""
+    names = ", ".join(tool_names) or "none"
+    return (
+        f"{agent_system}\n\n{REACT_HEADER} You have these tools:\n{tools}\n\n"
+        "Use exactly this format:\n"
+        "Thought: what you think and what to do next\n"
+        f"Action: the tool to use, one of [{names}]\n"
+        "Action Input: the tool's arguments as one JSON object\n"
+        "Then stop; the tool's result comes back to you as 'Observation: ...'. Repeat as needed. "
+        "When you know the answer, write:\n"
+        "Thought: I know the answer.\n"
+        "Final Answer: the answer to the task"
+    )
+
+
+CODEACT_HEADER = "Solve the task by writing Python code that runs in a sandbox."
+
+
+def codeact_system(agent_system: str, functions: str) -> str:
+    return (
+        f"{agent_system}\n\n{CODEACT_HEADER} Put the code in one ```python block. It runs in an "
+        "isolated process (no network, a temporary working directory, time and memory limits); "
+        "you get back its stdout, stderr, the value of its last expression and any error. These "
+        f"functions are available in the code:\n{functions}\n"
+        "Variables do not persist between blocks. When you have the answer, reply with the final "
+        "answer as plain text, without a code block."
+    )
+
+
+def structured_request(schema: str) -> str:
+    return f"Now return your final answer as structured output matching this schema:\n{schema}"
+
+
+def structured_retry(error: str) -> str:
+    return (
+        f"Your structured output was invalid: {error}\nReturn corrected structured output that "
+        "matches the schema."
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -55,10 +56,21 @@ class RunContext:
     ledger: StepLedger
     usage: UsageTracker
     templates: dict[str, Any] = field(default_factory=dict)
+    shared_state: dict[str, Any] = field(default_factory=dict)  # see adopt_state
+    approver: Any = None  # the human-approval channel arrives with the patterns issue
+    sandbox: Any = None  # teamgraph.sandbox.Sandbox, created on first use by codeact agents
     _tool_cache: dict[str, list[BaseTool]] = field(default_factory=dict)
 
     def emit(self, cls: type[E], *path: str, **fields: Any) -> E:
         return self.emitter.emit(cls, [self.team.name, *path], **fields)
+
+    def adopt_state(self, saved: dict[str, Any] | None) -> dict[str, Any]:
+        """The thread's shared state (from its last checkpoint), else the team's initial state."""
+        if saved is not None:
+            self.shared_state = saved
+        elif self.team.initial_state is not None:
+            self.shared_state = copy.deepcopy(self.team.initial_state)
+        return self.shared_state
 
     def tools_for(self, agent: AgentSpec) -> list[BaseTool]:
         if agent.name not in self._tool_cache:

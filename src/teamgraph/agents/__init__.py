@@ -1,1 +1,33 @@
-"""Agent kinds. ``function``: native tool calling (more kinds arrive with the agents issue)."""
+"""Agent kinds: ``function`` (native tool calling), ``react`` (text protocol), ``codeact``
+(Python in a sandbox). All share instructions, tools, limits, structured output and shared state."""
+
+from __future__ import annotations
+
+from teamgraph.agents.base import AgentOutcome, AgentTurn
+from teamgraph.agents.codeact import run_codeact_agent
+from teamgraph.agents.function import run_function_agent
+from teamgraph.agents.react import run_react_agent
+from teamgraph.agents.structured import structured_answer
+from teamgraph.run_context import RunContext
+from teamgraph.specs.agent import AgentSpec
+
+RUNNERS = {
+    "function": run_function_agent,
+    "react": run_react_agent,
+    "codeact": run_codeact_agent,
+}
+
+
+async def run_agent(
+    agent: AgentSpec, prompt: str, ctx: RunContext, step_id: str | None = None
+) -> AgentOutcome:
+    """Run ``agent`` on ``prompt`` with the loop of its kind, then shape its structured output."""
+    outcome = await RUNNERS[agent.kind](agent, prompt, ctx, step_id)
+    if agent.output_schema is None:
+        return outcome
+    model, model_name = ctx.models.for_agent(ctx.team, agent)
+    turn = AgentTurn(agent, ctx, model, model_name, outcome.messages, step_id)
+    return await structured_answer(turn, outcome)
+
+
+__all__ = ["RUNNERS", "AgentOutcome", "run_agent"]

@@ -32,6 +32,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from teamgraph import prompts
 from teamgraph.llm._extractive import Source, extractive_answer, search_query, split_blocks
+from teamgraph.llm._protocols import codeact_reply, react_reply
 from teamgraph.planning.routing import WorkerInfo, overlap_score
 from teamgraph.planning.rules import decompose
 
@@ -115,6 +116,10 @@ def respond(
         reply = _plan_reply(system, humans[0] if humans else "")
     elif system.startswith(prompts.SYNTHESIZER_HEADER):
         reply = _synth_reply(humans[-1] if humans else "")
+    elif prompts.REACT_HEADER in system and humans:
+        reply = AIMessage(react_reply(system, humans, fill_arguments, _sections))
+    elif prompts.CODEACT_HEADER in system and humans:
+        reply = AIMessage(codeact_reply(system, humans, fill_arguments, _sections))
     else:
         reply = _agent_reply(messages, tools, tool_choice)
     return _with_usage(reply, messages)

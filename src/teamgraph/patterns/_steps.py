@@ -6,7 +6,7 @@ import asyncio
 import time
 
 from teamgraph import prompts
-from teamgraph.agents.function import run_function_agent
+from teamgraph.agents import run_agent
 from teamgraph.events import StepCompleted, StepFailed, StepSkipped, StepStarted, StepState
 from teamgraph.ledger import StepRecord
 from teamgraph.patterns._scheduler import blocked_steps, ready_steps
@@ -149,7 +149,7 @@ async def run_step(step: Step, context: list[tuple[str, str]], ctx: RunContext) 
             step_id=step.id, worker=step.worker, task=step.task, status="failed", error=error
         )
     try:
-        outcome = await run_function_agent(
+        outcome = await run_agent(
             agent, prompts.worker_prompt(step.task, context), ctx, step_id=step.id
         )
     except Exception as exc:

@@ -31,6 +31,7 @@ class WorkflowState(TypedDict, total=False):
     tier: str
     notes: list[str]
     planner_usage: dict[str, Any]
+    shared_state: dict[str, Any]
     steps: dict[str, dict[str, Any]]
     status: RunStatus
     output: str
@@ -72,8 +73,13 @@ def emit_plan(ctx: RunContext, plan: Plan, tier: str, notes: list[str] | None = 
 
 
 async def execute_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
-    records = await execute_plan(Plan.model_validate(state["plan"]), runtime.context)
-    return {"steps": {k: r.model_dump(mode="json") for k, r in records.items()}}
+    ctx = runtime.context
+    shared = ctx.adopt_state(state.get("shared_state"))
+    records = await execute_plan(Plan.model_validate(state["plan"]), ctx)
+    return {
+        "steps": {k: r.model_dump(mode="json") for k, r in records.items()},
+        "shared_state": shared,
+    }
 
 
 async def synthesize_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:

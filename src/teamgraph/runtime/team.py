@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
 
 from teamgraph.config import Settings
 from teamgraph.events import Event
@@ -16,11 +17,12 @@ from teamgraph.runtime.backend import open_backend
 from teamgraph.runtime.runner import Runner
 from teamgraph.specs.loader import check_tools, load_team_file, team_from_dict
 from teamgraph.specs.team import TeamSpec
-from teamgraph.tools.registry import ToolRegistry, builtin_registry
+from teamgraph.tools.registry import ToolRegistry, ToolResources, builtin_registry
 
 
 class Team:
-    """A team spec plus what it needs to run: settings, models, tools.
+    """A team spec plus what it needs to run: settings, models, tools (``tools`` adds Python
+    tools, e.g. ``@tool`` functions, that members name in their ``tools``).
 
     ``models`` maps a role (an agent's name, ``planner`` or ``synthesizer``) to a chat model
     instance; ``model`` replaces every role's model (handy with :mod:`teamgraph.testing`)."""
@@ -33,8 +35,11 @@ class Team:
         models: Mapping[str, BaseChatModel] | None = None,
         model: BaseChatModel | None = None,
         registry: ToolRegistry | None = None,
+        tools: Sequence[BaseTool] = (),
     ) -> None:
         self.registry = registry or builtin_registry()
+        for tool in tools:  # Python tools (e.g. ``@tool`` functions), referenced by name
+            self.registry.register(tool.name, _constant(tool))
         check_tools(spec, self.registry.names(), spec.name)
         self.spec = spec
         self.settings = settings or Settings()
@@ -44,7 +49,8 @@ class Team:
     @classmethod
     def from_yaml(cls, path: str | Path, **options: Any) -> Team:
         registry = options.get("registry") or builtin_registry()
-        return cls(load_team_file(path, registry.names()), **{**options, "registry": registry})
+        known = [*registry.names(), *(t.name for t in options.get("tools", ()))]
+        return cls(load_team_file(path, known), **{**options, "registry": registry})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], **options: Any) -> Team:
@@ -78,3 +84,7 @@ class Team:
         """Finish an interrupted run without re-running its finished steps."""
         async with self.runner() as runner:
             return await runner.resume(run_id)
+
+
+def _constant(tool: BaseTool) -> Callable[[ToolResources], BaseTool]:
+    return lambda _resources: tool

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 AgentKind = Literal["function", "react", "codeact"]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
@@ -26,7 +26,19 @@ class AgentSpec(BaseModel):
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
     can_handoff_to: list[str] = Field(default_factory=list)
     max_iterations: int = Field(default=20, ge=1, le=1000)
-    output_schema: dict[str, Any] | None = None
+    on_max_iterations: Literal["error", "generate"] = Field(
+        default="error",
+        description="At the limit: fail, or make one last model call without tools and answer.",
+    )
+    output_schema: dict[str, Any] | type[BaseModel] | None = Field(
+        default=None, description="A pydantic model (Python) or a JSON Schema (YAML)."
+    )
+
+    @field_serializer("output_schema")
+    def _schema_as_json(self, value: dict[str, Any] | type[BaseModel] | None) -> Any:
+        if isinstance(value, type):
+            return value.model_json_schema()
+        return value
 
     @field_validator("name")
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from teamgraph.specs.agent import AgentSpec
 
@@ -39,6 +39,39 @@ class WorkflowOptions(BaseModel):
     retry: RetryOptions = Field(default_factory=RetryOptions)
 
 
+DEFAULT_SENSITIVE_PATTERNS = [
+    "delete",
+    "remove",
+    "drop",
+    "modify",
+    "write",
+    "update",
+    "execute_sql",
+    "send_email",
+    "transfer",
+    "pay",
+]
+
+
+class ApprovalOptions(BaseModel):
+    """Which tool calls need a human's approval: named tools, plus name patterns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tools: list[str] = Field(default_factory=list, description="Tools that always need approval.")
+    patterns: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_SENSITIVE_PATTERNS),
+        description="A tool whose name contains one of these (case-insensitive) needs approval.",
+    )
+
+    def requires_approval(self, tool: str, flagged: bool = False) -> bool:
+        lowered = tool.lower()
+        return flagged or tool in self.tools or any(p.lower() in lowered for p in self.patterns)
+
+
+DEFAULT_STATE_PROMPT = "Current shared state:\n{state}\n\n{msg}"
+
+
 class TeamSpec(BaseModel):
     """A team of agents. ``members`` are full specs; :func:`teamgraph.specs.loader.load_team`
     turns built-in names and partial overrides into full specs."""
@@ -53,6 +86,22 @@ class TeamSpec(BaseModel):
     members: list[AgentSpec] = Field(min_length=1)
     knowledge: list[str] = Field(default_factory=list, description="Paths indexed for search_docs")
     workflow: WorkflowOptions = Field(default_factory=WorkflowOptions)
+    approvals: ApprovalOptions = Field(default_factory=ApprovalOptions)
+    initial_state: dict[str, Any] | None = Field(
+        default=None, description="Shared state shown to agents and updatable by tools."
+    )
+    state_prompt: str = Field(
+        default=DEFAULT_STATE_PROMPT,
+        description="How the shared state is shown: a template with {state} and {msg}.",
+    )
+
+    @field_validator("state_prompt")
+    @classmethod
+    def _state_prompt_placeholders(cls, value: str) -> str:
+        missing = [p for p in ("{state}", "{msg}") if p not in value]
+        if missing:
+            raise ValueError(f"must contain {' and '.join(missing)}")
+        return value
 
     @model_validator(mode="after")
     def _check_members(self) -> TeamSpec:

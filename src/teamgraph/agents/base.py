@@ -1,0 +1,117 @@
+"""What every agent kind shares: the outcome, the first messages, the final-answer tail."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from teamgraph import prompts
+from teamgraph.agents._model_call import call_model
+from teamgraph.errors import AgentFailed, MaxIterationsExceeded
+from teamgraph.events import AgentMessage
+from teamgraph.run_context import RunContext
+from teamgraph.specs.agent import AgentSpec
+
+EMPTY_REPLY_NOTICE = "Your last reply was empty. Answer the task now, or call one of your tools."
+
+
+@dataclass
+class AgentOutcome:
+    """The agent's final answer, its structured value (with ``output_schema``), the conversation."""
+
+    output: str
+    messages: list[BaseMessage]
+    structured: Any = None
+
+
+@dataclass
+class AgentTurn:
+    """One agent working one prompt: its model, messages so far and where it reports."""
+
+    agent: AgentSpec
+    ctx: RunContext
+    model: BaseChatModel
+    model_name: str
+    messages: list[BaseMessage]
+    step_id: str | None
+
+    async def ask(self, model: Any = None) -> AIMessage:
+        return await call_model(
+            model or self.model,
+            self.messages,
+            self.ctx,
+            agent=self.agent.name,
+            model_name=self.model_name,
+            step_id=self.step_id,
+        )
+
+    def finish(self, output: str) -> AgentOutcome:
+        self.ctx.emit(
+            AgentMessage,
+            self.agent.name,
+            agent=self.agent.name,
+            content=output,
+            step_id=self.step_id,
+        )
+        return AgentOutcome(output, self.messages)
+
+
+def first_messages(
+    agent: AgentSpec, prompt: str, ctx: RunContext, system: str
+) -> list[BaseMessage]:
+    """System prompt, then the task — with the shared state prompt applied exactly once."""
+    return [SystemMessage(system), HumanMessage(apply_state_prompt(prompt, ctx))]
+
+
+def apply_state_prompt(msg: str, ctx: RunContext) -> str:
+    if ctx.team.initial_state is None:
+        return msg
+    state = json.dumps(ctx.shared_state, ensure_ascii=False, indent=2, default=str)
+    return ctx.team.state_prompt.replace("{state}", state).replace("{msg}", msg)
+
+
+def worker_system(agent: AgentSpec) -> str:
+    return prompts.worker_system(agent.name, agent.description, agent.instructions)
+
+
+def empty_reply_guard(turn: AgentTurn, already_warned: bool) -> bool:
+    """Feed an empty reply back once; a second one is an error. Returns "warned now"."""
+    if already_warned:
+        raise AgentFailed(f"agent {turn.agent.name!r} returned an empty reply twice")
+    turn.messages.append(HumanMessage(EMPTY_REPLY_NOTICE))
+    return True
+
+
+async def answer_at_limit(
+    turn: AgentTurn, flatten: Callable[[list[BaseMessage]], list[BaseMessage]]
+) -> AgentOutcome:
+    """The iteration limit: fail, or (``on_max_iterations: generate``) one last call without tools
+    over a history whose tool calls are written out as text, so none is left dangling."""
+    agent = turn.agent
+    if agent.on_max_iterations == "error":
+        raise MaxIterationsExceeded(agent.name, agent.max_iterations)
+    turn.messages = [*flatten(turn.messages), HumanMessage(prompts.LIMIT_REACHED)]
+    reply = await turn.ask(turn.model)
+    return turn.finish(reply.text)
+
+
+def flatten_tool_calls(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Tool calls and results rewritten as plain text messages."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            calls = "; ".join(f"{c['name']}({json.dumps(c['args'])})" for c in message.tool_calls)
+            out.append(AIMessage(f"{message.text}\n[called tools: {calls}]".strip()))
+        elif isinstance(message, ToolMessage):
+            out.append(HumanMessage(f"[result of {message.name}]: {message.text}"))
+        else:
+            out.append(message)
+    return out
+
+
+AgentRunner = Callable[[AgentSpec, str, RunContext, str | None], Awaitable[AgentOutcome]]

@@ -1,0 +1,114 @@
+"""The ``codeact`` agent: the model writes Python, which runs in the sandbox with the agent's tools
+available as functions; the output goes back to the model until it answers in plain text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from teamgraph import prompts
+from teamgraph.agents.base import (
+    AgentOutcome,
+    AgentTurn,
+    answer_at_limit,
+    empty_reply_guard,
+    first_messages,
+    worker_system,
+)
+from teamgraph.agents.toolbox import Toolbox
+from teamgraph.errors import SandboxUnavailable
+from teamgraph.events import ToolCalled, ToolReturned
+from teamgraph.run_context import RunContext
+from teamgraph.specs.agent import AgentSpec
+
+_CODE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+RESULT_PREFIX = "Execution result:"
+
+
+def extract_code(text: str) -> str | None:
+    """The Python in the reply's code blocks (joined), or ``None`` for a plain-text answer."""
+    blocks = [b.strip() for b in _CODE.findall(text) if b.strip()]
+    return "\n\n".join(blocks) if blocks else None
+
+
+async def run_codeact_agent(
+    agent: AgentSpec, prompt: str, ctx: RunContext, step_id: str | None = None
+) -> AgentOutcome:
+    model, model_name = ctx.models.for_agent(ctx.team, agent)
+    toolbox = Toolbox(ctx.tools_for(agent), ctx, agent.name, step_id)
+    system = prompts.codeact_system(worker_system(agent), toolbox.describe())
+    turn = AgentTurn(
+        agent, ctx, model, model_name, first_messages(agent, prompt, ctx, system), step_id
+    )
+    warned = False
+    for iteration in range(agent.max_iterations):
+        reply = await turn.ask()
+        if not reply.text.strip():
+            warned = empty_reply_guard(turn, warned)
+            continue
+        turn.messages.append(AIMessage(reply.text))
+        code = extract_code(reply.text)
+        if code is None:
+            return turn.finish(reply.text)
+        result = await execute(code, toolbox, f"code_{iteration + 1}")
+        turn.messages.append(HumanMessage(f"{RESULT_PREFIX}\n{result}"))
+    return await answer_at_limit(turn, _as_is)
+
+
+async def execute(code: str, toolbox: Toolbox, call_id: str) -> str:
+    """Run ``code`` in the run's sandbox; refusals and failures come back as text."""
+    from teamgraph.sandbox import Sandbox
+
+    ctx, agent = toolbox.ctx, toolbox.agent
+    ctx.emit(
+        ToolCalled,
+        agent,
+        "python",
+        agent=agent,
+        tool="python",
+        call_id=call_id,
+        args={"code": code},
+        step_id=toolbox.step_id,
+    )
+    if ctx.sandbox is None:
+        ctx.sandbox = Sandbox()
+    functions = {name: _bridge(toolbox, name) for name in toolbox.names}
+    try:
+        result = await ctx.sandbox.run(code, functions)
+        text, is_error = str(result.to_text()), False
+    except SandboxUnavailable as exc:
+        text, is_error = f"code execution refused: {exc}", True
+    ctx.emit(
+        ToolReturned,
+        agent,
+        "python",
+        agent=agent,
+        tool="python",
+        call_id=call_id,
+        output=text,
+        is_error=is_error,
+        step_id=toolbox.step_id,
+    )
+    return text
+
+
+def _bridge(toolbox: Toolbox, name: str) -> Callable[..., Awaitable[Any]]:
+    """A tool as the sandbox calls it: the text result, or an exception carrying the error."""
+    counter = 0
+
+    async def call(**kwargs: Any) -> str:
+        nonlocal counter
+        counter += 1
+        text, is_error = await toolbox.call(name, kwargs, f"{name}_{counter}")
+        if is_error:
+            raise RuntimeError(text)
+        return text
+
+    return call
+
+
+def _as_is(messages: list[BaseMessage]) -> list[BaseMessage]:
+    return messages

@@ -1,0 +1,235 @@
+"""Agent kinds end to end with scripted models: tool calls, limits, parsing, structured output,
+shared state, failing and sensitive tools."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolArg, tool
+from pydantic import BaseModel
+
+from teamgraph import Plan, Step
+from teamgraph.agents.base import EMPTY_REPLY_NOTICE
+from teamgraph.agents.react import Action, ParseError, parse_react
+from teamgraph.runtime.team import Team
+from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
+
+from .helpers import FAST_RETRY, by_type, run_collect
+
+calls: list[str] = []
+
+
+@tool
+async def slow_echo(text: str) -> str:
+    """Echo the text back after a pause."""
+    await asyncio.sleep(0.2)
+    calls.append(text)
+    return f"echo:{text}"
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def explode(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"boom because {reason}")
+
+
+@tool
+def delete_record(record_id: str) -> str:
+    """Delete a record."""
+    calls.append(f"deleted {record_id}")
+    return "deleted"
+
+
+@tool
+def remember(key: str, value: str, state: Annotated[dict[str, Any], InjectedToolArg]) -> str:
+    """Remember a value in the team's shared state."""
+    state[key] = value
+    return f"remembered {key}"
+
+
+TOOLS = [slow_echo, add, explode, delete_record, remember]
+
+
+def _team(settings: Any, model: Any, kind: str = "function", **agent: Any) -> Team:
+    team_fields = agent.pop("team", {})
+    member = {"name": "worker", "description": "does the work", "kind": kind,
+              "tools": ["slow_echo", "add", "explode", "delete_record", "remember"], **agent}
+    data = {"name": "t", "members": [member], "workflow": {"retry": FAST_RETRY}}
+    data.update(team_fields)
+    return Team.from_dict(data, settings=settings, model=model, tools=TOOLS)
+
+
+def _one_step(task: str = "do it") -> Plan:
+    return Plan(steps=[Step(id="s", worker="worker", task=task)])
+
+
+async def test_function_agent_calls_a_tool_then_answers(settings: Any) -> None:
+    model = ScriptedChatModel(responses=[ToolCall("add", {"a": 2, "b": 3}), "The sum is 5."])
+    result, events = await run_collect(_team(settings, model), "x", plan=_one_step())
+    assert result.step("s").output == "The sum is 5."
+    tool_message = model.calls[1][-1]
+    assert isinstance(tool_message, ToolMessage) and tool_message.content == "5"
+    assert [e.tool for e in by_type(events, "tool_returned")] == ["add"]
+
+
+async def test_parallel_tool_calls_run_concurrently_and_return_in_call_order(
+    settings: Any,
+) -> None:
+    calls.clear()
+    many = AIMessage(content="", tool_calls=[
+        {"name": "slow_echo", "args": {"text": t}, "id": f"c{t}"} for t in ("a", "b", "c")
+    ])
+    model = ScriptedChatModel(responses=[many, "done"])
+    started = time.perf_counter()
+    await run_collect(_team(settings, model), "x", plan=_one_step())
+    assert time.perf_counter() - started < 0.5  # three 0.2 s calls, not 0.6 s
+    results = [m for m in model.calls[1] if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in results] == ["ca", "cb", "cc"]
+    assert [m.content for m in results] == ["echo:a", "echo:b", "echo:c"]
+
+
+async def test_max_iterations_error_names_the_agent_and_limit(settings: Any) -> None:
+    model = FunctionChatModel(fn=lambda m: AIMessage(content="", tool_calls=[
+        {"name": "add", "args": {"a": 1, "b": 1}, "id": f"c{len(m)}"}]))
+    team = _team(settings, model, max_iterations=3)
+    result, _ = await run_collect(team, "x", plan=_one_step())
+    assert result.step("s").status == "failed"
+    assert "agent 'worker' reached max_iterations=3" in result.step("s").error
+
+
+async def test_max_iterations_generate_answers_without_tools(settings: Any) -> None:
+    def fn(messages: list[BaseMessage]) -> Any:
+        if "limit of steps" in str(messages[-1].content):
+            assert not any(isinstance(m, ToolMessage) for m in messages)
+            assert not any(isinstance(m, AIMessage) and m.tool_calls for m in messages)
+            return "Best effort: 2"
+        return AIMessage(content="", tool_calls=[
+            {"name": "add", "args": {"a": 1, "b": 1}, "id": f"c{len(messages)}"}])
+
+    team = _team(settings, FunctionChatModel(fn=fn), max_iterations=2,
+                 on_max_iterations="generate")
+    result, _ = await run_collect(team, "x", plan=_one_step())
+    assert result.step("s").output == "Best effort: 2"
+
+
+async def test_an_empty_reply_is_fed_back_once(settings: Any) -> None:
+    model = ScriptedChatModel(responses=["", "Now an answer."])
+    result, _ = await run_collect(_team(settings, model), "x", plan=_one_step())
+    assert result.step("s").output == "Now an answer."
+    assert model.calls[1][-1].content == EMPTY_REPLY_NOTICE
+    twice = ScriptedChatModel(responses=["", ""])
+    result, _ = await run_collect(_team(settings, twice), "x", plan=_one_step(), run_id="r2")
+    assert "empty reply twice" in result.step("s").error
+
+
+async def test_unknown_and_raising_tools_become_error_results(settings: Any) -> None:
+    model = ScriptedChatModel(responses=[
+        AIMessage(content="", tool_calls=[
+            {"name": "teleport", "args": {}, "id": "u"},
+            {"name": "explode", "args": {"reason": "test"}, "id": "e"},
+        ]),
+        "I could not do it.",
+    ])
+    result, _ = await run_collect(_team(settings, model), "x", plan=_one_step())
+    unknown, raised = [m for m in model.calls[1] if isinstance(m, ToolMessage)]
+    assert unknown.status == "error" and unknown.content.startswith("Tool teleport not found.")
+    assert "Available: add, delete_record, explode, remember, slow_echo" in unknown.content
+    assert raised.status == "error" and "boom because test" in raised.content
+    assert result.step("s").status == "done"
+
+
+async def test_sensitive_tools_need_an_approver(settings: Any) -> None:
+    calls.clear()
+    model = ScriptedChatModel(responses=[ToolCall("delete_record", {"record_id": "7"}), "ok"])
+    await run_collect(_team(settings, model), "x", plan=_one_step())
+    result = model.calls[1][-1]
+    assert isinstance(result, ToolMessage) and result.status == "error"
+    assert "requires approval" in result.content
+    assert calls == []  # never executed
+
+
+def test_react_parser() -> None:
+    text = 'Thought: add them\nAction: add\nAction Input: {"a": 2, "b": 3}'
+    assert parse_react(text, {}) == Action("add", {"a": 2, "b": 3})
+    assert parse_react("Thought: done\nFinal Answer: 5", {}) == "5"
+    assert parse_react("Action: search\nAction Input: cats", {"search": "query"}) == Action(
+        "search", {"query": "cats"})
+    with pytest.raises(ParseError, match="no 'Action:'"):
+        parse_react("I think the answer is 5", {})
+    with pytest.raises(ParseError, match="not a JSON object"):
+        parse_react("Action: add\nAction Input: two and three", {})
+
+
+async def test_react_agent_recovers_from_a_parse_error(settings: Any) -> None:
+    model = ScriptedChatModel(responses=[
+        "I would like to add numbers",
+        'Thought: use add\nAction: add\nAction Input: {"a": 2, "b": 40}',
+        "Thought: I know the answer.\nFinal Answer: 42",
+    ])
+    result, _ = await run_collect(_team(settings, model, kind="react"), "x", plan=_one_step())
+    assert result.step("s").output == "42"
+    assert str(model.calls[1][-1].content).startswith("Error while parsing the output:")
+    assert model.calls[2][-1].content == "Observation: 42"
+
+
+class Verdict(BaseModel):
+    approved: bool
+    score: int
+
+
+async def test_structured_output_retries_once_then_validates(settings: Any) -> None:
+    model = ScriptedChatModel(responses=[
+        "It looks fine.", {"approved": "maybe", "score": 3}, {"approved": True, "score": 9},
+    ])
+    team = _team(settings, model, output_schema=Verdict)
+    result, _ = await run_collect(team, "x", plan=_one_step())
+    assert result.step("s").output == '{"approved": true, "score": 9}'
+    retry = str(model.calls[2][-1].content)
+    assert retry.startswith("Your structured output was invalid") and "approved" in retry
+
+
+async def test_structured_output_json_schema_fails_clearly_after_one_retry(settings: Any) -> None:
+    schema = {"type": "object", "properties": {"score": {"type": "integer", "maximum": 10}},
+              "required": ["score"]}
+    model = ScriptedChatModel(responses=["Done.", {"score": 11}, {"score": 12}])
+    result, _ = await run_collect(_team(settings, model, output_schema=schema), "x",
+                                  plan=_one_step())
+    error = result.step("s").error
+    assert "invalid structured output twice" in error and "score" in error
+
+
+async def test_state_prompt_applied_once_and_tool_updates_persist(settings: Any) -> None:
+    seen: list[list[BaseMessage]] = []
+
+    def fn(messages: list[BaseMessage]) -> Any:
+        seen.append(messages)
+        task = str([m for m in messages if isinstance(m, HumanMessage)][0].content)
+        if "remember" in task and not any(isinstance(m, ToolMessage) for m in messages):
+            return ToolCall("remember", {"key": "city", "value": "Lyon"})
+        return "noted"
+
+    team = _team(settings, FunctionChatModel(fn=fn), team={
+        "initial_state": {"city": None}, "state_prompt": "STATE={state}\nTASK={msg}"})
+    plan = Plan(steps=[Step(id="a", worker="worker", task="remember the city"),
+                       Step(id="b", worker="worker", task="use it", depends_on=["a"])])
+    await run_collect(team, "x", plan=plan, thread_id="T", run_id="r1")
+    first_step = seen[0]
+    humans = [m for m in first_step if isinstance(m, HumanMessage)]
+    assert len(humans) == 1 and humans[0].content.count("STATE=") == 1
+    assert '"city": null' in humans[0].content
+    step_b = next(s for s in seen if "use it" in str(s[1].content))
+    assert '"city": "Lyon"' in str(step_b[1].content)  # updated by a tool in step a
+    seen.clear()
+    await run_collect(team, "again", plan=Plan(steps=[Step(id="c", worker="worker",
+                      task="next turn")]), thread_id="T", run_id="r2")
+    assert '"city": "Lyon"' in str(seen[0][1].content)  # and in the next turn of the thread
