@@ -62,8 +62,13 @@ TOOLS = [slow_echo, add, explode, delete_record, remember]
 
 def _team(settings: Any, model: Any, kind: str = "function", **agent: Any) -> Team:
     team_fields = agent.pop("team", {})
-    member = {"name": "worker", "description": "does the work", "kind": kind,
-              "tools": ["slow_echo", "add", "explode", "delete_record", "remember"], **agent}
+    member = {
+        "name": "worker",
+        "description": "does the work",
+        "kind": kind,
+        "tools": ["slow_echo", "add", "explode", "delete_record", "remember"],
+        **agent,
+    }
     data = {"name": "t", "members": [member], "workflow": {"retry": FAST_RETRY}}
     data.update(team_fields)
     return Team.from_dict(data, settings=settings, model=model, tools=TOOLS)
@@ -86,9 +91,12 @@ async def test_parallel_tool_calls_run_concurrently_and_return_in_call_order(
     settings: Any,
 ) -> None:
     calls.clear()
-    many = AIMessage(content="", tool_calls=[
-        {"name": "slow_echo", "args": {"text": t}, "id": f"c{t}"} for t in ("a", "b", "c")
-    ])
+    many = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "slow_echo", "args": {"text": t}, "id": f"c{t}"} for t in ("a", "b", "c")
+        ],
+    )
     model = ScriptedChatModel(responses=[many, "done"])
     started = time.perf_counter()
     await run_collect(_team(settings, model), "x", plan=_one_step())
@@ -99,8 +107,11 @@ async def test_parallel_tool_calls_run_concurrently_and_return_in_call_order(
 
 
 async def test_max_iterations_error_names_the_agent_and_limit(settings: Any) -> None:
-    model = FunctionChatModel(fn=lambda m: AIMessage(content="", tool_calls=[
-        {"name": "add", "args": {"a": 1, "b": 1}, "id": f"c{len(m)}"}]))
+    model = FunctionChatModel(
+        fn=lambda m: AIMessage(
+            content="", tool_calls=[{"name": "add", "args": {"a": 1, "b": 1}, "id": f"c{len(m)}"}]
+        )
+    )
     team = _team(settings, model, max_iterations=3)
     result, _ = await run_collect(team, "x", plan=_one_step())
     assert result.step("s").status == "failed"
@@ -113,11 +124,12 @@ async def test_max_iterations_generate_answers_without_tools(settings: Any) -> N
             assert not any(isinstance(m, ToolMessage) for m in messages)
             assert not any(isinstance(m, AIMessage) and m.tool_calls for m in messages)
             return "Best effort: 2"
-        return AIMessage(content="", tool_calls=[
-            {"name": "add", "args": {"a": 1, "b": 1}, "id": f"c{len(messages)}"}])
+        return AIMessage(
+            content="",
+            tool_calls=[{"name": "add", "args": {"a": 1, "b": 1}, "id": f"c{len(messages)}"}],
+        )
 
-    team = _team(settings, FunctionChatModel(fn=fn), max_iterations=2,
-                 on_max_iterations="generate")
+    team = _team(settings, FunctionChatModel(fn=fn), max_iterations=2, on_max_iterations="generate")
     result, _ = await run_collect(team, "x", plan=_one_step())
     assert result.step("s").output == "Best effort: 2"
 
@@ -133,13 +145,18 @@ async def test_an_empty_reply_is_fed_back_once(settings: Any) -> None:
 
 
 async def test_unknown_and_raising_tools_become_error_results(settings: Any) -> None:
-    model = ScriptedChatModel(responses=[
-        AIMessage(content="", tool_calls=[
-            {"name": "teleport", "args": {}, "id": "u"},
-            {"name": "explode", "args": {"reason": "test"}, "id": "e"},
-        ]),
-        "I could not do it.",
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {"name": "teleport", "args": {}, "id": "u"},
+                    {"name": "explode", "args": {"reason": "test"}, "id": "e"},
+                ],
+            ),
+            "I could not do it.",
+        ]
+    )
     result, _ = await run_collect(_team(settings, model), "x", plan=_one_step())
     unknown, raised = [m for m in model.calls[1] if isinstance(m, ToolMessage)]
     assert unknown.status == "error" and unknown.content.startswith("Tool teleport not found.")
@@ -163,7 +180,8 @@ def test_react_parser() -> None:
     assert parse_react(text, {}) == Action("add", {"a": 2, "b": 3})
     assert parse_react("Thought: done\nFinal Answer: 5", {}) == "5"
     assert parse_react("Action: search\nAction Input: cats", {"search": "query"}) == Action(
-        "search", {"query": "cats"})
+        "search", {"query": "cats"}
+    )
     with pytest.raises(ParseError, match="no 'Action:'"):
         parse_react("I think the answer is 5", {})
     with pytest.raises(ParseError, match="not a JSON object"):
@@ -171,11 +189,13 @@ def test_react_parser() -> None:
 
 
 async def test_react_agent_recovers_from_a_parse_error(settings: Any) -> None:
-    model = ScriptedChatModel(responses=[
-        "I would like to add numbers",
-        'Thought: use add\nAction: add\nAction Input: {"a": 2, "b": 40}',
-        "Thought: I know the answer.\nFinal Answer: 42",
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            "I would like to add numbers",
+            'Thought: use add\nAction: add\nAction Input: {"a": 2, "b": 40}',
+            "Thought: I know the answer.\nFinal Answer: 42",
+        ]
+    )
     result, _ = await run_collect(_team(settings, model, kind="react"), "x", plan=_one_step())
     assert result.step("s").output == "42"
     assert str(model.calls[1][-1].content).startswith("Error while parsing the output:")
@@ -188,9 +208,13 @@ class Verdict(BaseModel):
 
 
 async def test_structured_output_retries_once_then_validates(settings: Any) -> None:
-    model = ScriptedChatModel(responses=[
-        "It looks fine.", {"approved": "maybe", "score": 3}, {"approved": True, "score": 9},
-    ])
+    model = ScriptedChatModel(
+        responses=[
+            "It looks fine.",
+            {"approved": "maybe", "score": 3},
+            {"approved": True, "score": 9},
+        ]
+    )
     team = _team(settings, model, output_schema=Verdict)
     result, _ = await run_collect(team, "x", plan=_one_step())
     assert result.step("s").output == '{"approved": true, "score": 9}'
@@ -199,11 +223,15 @@ async def test_structured_output_retries_once_then_validates(settings: Any) -> N
 
 
 async def test_structured_output_json_schema_fails_clearly_after_one_retry(settings: Any) -> None:
-    schema = {"type": "object", "properties": {"score": {"type": "integer", "maximum": 10}},
-              "required": ["score"]}
+    schema = {
+        "type": "object",
+        "properties": {"score": {"type": "integer", "maximum": 10}},
+        "required": ["score"],
+    }
     model = ScriptedChatModel(responses=["Done.", {"score": 11}, {"score": 12}])
-    result, _ = await run_collect(_team(settings, model, output_schema=schema), "x",
-                                  plan=_one_step())
+    result, _ = await run_collect(
+        _team(settings, model, output_schema=schema), "x", plan=_one_step()
+    )
     error = result.step("s").error
     assert "invalid structured output twice" in error and "score" in error
 
@@ -218,10 +246,17 @@ async def test_state_prompt_applied_once_and_tool_updates_persist(settings: Any)
             return ToolCall("remember", {"key": "city", "value": "Lyon"})
         return "noted"
 
-    team = _team(settings, FunctionChatModel(fn=fn), team={
-        "initial_state": {"city": None}, "state_prompt": "STATE={state}\nTASK={msg}"})
-    plan = Plan(steps=[Step(id="a", worker="worker", task="remember the city"),
-                       Step(id="b", worker="worker", task="use it", depends_on=["a"])])
+    team = _team(
+        settings,
+        FunctionChatModel(fn=fn),
+        team={"initial_state": {"city": None}, "state_prompt": "STATE={state}\nTASK={msg}"},
+    )
+    plan = Plan(
+        steps=[
+            Step(id="a", worker="worker", task="remember the city"),
+            Step(id="b", worker="worker", task="use it", depends_on=["a"]),
+        ]
+    )
     await run_collect(team, "x", plan=plan, thread_id="T", run_id="r1")
     first_step = seen[0]
     humans = [m for m in first_step if isinstance(m, HumanMessage)]
@@ -230,6 +265,11 @@ async def test_state_prompt_applied_once_and_tool_updates_persist(settings: Any)
     step_b = next(s for s in seen if "use it" in str(s[1].content))
     assert '"city": "Lyon"' in str(step_b[1].content)  # updated by a tool in step a
     seen.clear()
-    await run_collect(team, "again", plan=Plan(steps=[Step(id="c", worker="worker",
-                      task="next turn")]), thread_id="T", run_id="r2")
+    await run_collect(
+        team,
+        "again",
+        plan=Plan(steps=[Step(id="c", worker="worker", task="next turn")]),
+        thread_id="T",
+        run_id="r2",
+    )
     assert '"city": "Lyon"' in str(seen[0][1].content)  # and in the next turn of the thread

@@ -39,6 +39,7 @@ from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
 from teamgraph.specs.team import TeamSpec
 from teamgraph.storage.models import utcnow
+from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolRegistry, ToolResources, builtin_registry
 
 TERMINAL = {"completed", "completed_with_errors"}  # failed or cancelled runs may resume
@@ -69,7 +70,8 @@ class Runner:
             [BUILTIN_TEMPLATES_DIR, *self.settings.templates_dirs, *team.workflow.templates_dirs]
         )
         self.graph = workflow.build(team, backend.checkpointer)
-        self._finished: dict[str, RunResult] = {}  # results of runs that ended in this process
+        self._finished: dict[str, RunResult] = {}
+        self._mcp_loaded = False  # results of runs that ended in this process
 
     async def stream(
         self,
@@ -85,8 +87,7 @@ class Runner:
             raise UsageError("the request is empty: say what the team should do")
         run_id = run_id or uuid.uuid4().hex
         thread_id = thread_id or run_id
-        if self.team.knowledge:
-            await asyncio.to_thread(self.backend.knowledge.ingest, self.team.knowledge)
+        await self._prepare()
         await self.backend.runs.create(
             id=run_id,
             thread_id=thread_id,
@@ -114,9 +115,19 @@ class Runner:
         async for event in self._drive(graph_input, ctx, queue):
             yield event
 
+    async def _prepare(self) -> None:
+        """Index the team's knowledge (incrementally) and load its MCP tools (once)."""
+        if self.team.knowledge:
+            await asyncio.to_thread(self.backend.knowledge.ingest, self.team.knowledge)
+        if self.team.mcp_servers and not self._mcp_loaded:
+            for ref, tool in (await load_mcp_tools(self.team.mcp_servers)).items():
+                self.registry.add(tool, ref)
+            self._mcp_loaded = True
+
     async def resume_stream(self, run_id: str) -> AsyncIterator[Event]:
         """Continue an interrupted run: finished steps are taken from the ledger, not re-run."""
         row = await self.backend.runs.get(run_id)
+        await self._prepare()
         if row.status in TERMINAL:
             raise UsageError(f"run {run_id} already ended with status {row.status!r}")
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()

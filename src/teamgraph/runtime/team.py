@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from teamgraph.runtime.backend import open_backend
 from teamgraph.runtime.runner import Runner
 from teamgraph.specs.loader import check_tools, load_team_file, team_from_dict
 from teamgraph.specs.team import TeamSpec
-from teamgraph.tools.registry import ToolRegistry, ToolResources, builtin_registry
+from teamgraph.tools.registry import ToolRegistry, builtin_registry
 
 
 class Team:
@@ -39,7 +39,7 @@ class Team:
     ) -> None:
         self.registry = registry or builtin_registry()
         for tool in tools:  # Python tools (e.g. ``@tool`` functions), referenced by name
-            self.registry.register(tool.name, _constant(tool))
+            self.registry.add(tool)
         check_tools(spec, self.registry.names(), spec.name)
         self.spec = spec
         self.settings = settings or Settings()
@@ -84,7 +84,3 @@ class Team:
         """Finish an interrupted run without re-running its finished steps."""
         async with self.runner() as runner:
             return await runner.resume(run_id)
-
-
-def _constant(tool: BaseTool) -> Callable[[ToolResources], BaseTool]:
-    return lambda _resources: tool

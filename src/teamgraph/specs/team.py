@@ -69,6 +69,17 @@ class ApprovalOptions(BaseModel):
         return flagged or tool in self.tools or any(p.lower() in lowered for p in self.patterns)
 
 
+class McpServer(BaseModel):
+    """An MCP server started as a subprocess speaking MCP over stdio."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+
+
 DEFAULT_STATE_PROMPT = "Current shared state:\n{state}\n\n{msg}"
 
 
@@ -87,6 +98,9 @@ class TeamSpec(BaseModel):
     knowledge: list[str] = Field(default_factory=list, description="Paths indexed for search_docs")
     workflow: WorkflowOptions = Field(default_factory=WorkflowOptions)
     approvals: ApprovalOptions = Field(default_factory=ApprovalOptions)
+    mcp_servers: dict[str, McpServer] = Field(
+        default_factory=dict, description="MCP servers whose tools members name mcp:<server>/<tool>"
+    )
     initial_state: dict[str, Any] | None = Field(
         default=None, description="Shared state shown to agents and updatable by tools."
     )

@@ -31,6 +31,10 @@ class ToolRegistry:
     def register(self, name: str, factory: ToolFactory) -> None:
         self._factories[name] = factory
 
+    def add(self, tool: BaseTool, name: str | None = None) -> None:
+        """Register a ready tool instance (a Python ``@tool``, an MCP tool) under ``name``."""
+        self._factories[name or tool.name] = lambda _resources: tool
+
     def names(self) -> list[str]:
         return sorted(self._factories)
 

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from teamgraph import Plan, SpecError, Step
+from teamgraph.runtime.team import Team
+from teamgraph.testing import ScriptedChatModel, ToolCall
+
+from .helpers import FAST_RETRY, run_collect
+
+HERE = Path(__file__).resolve().parent
+
+
+def _team(settings: Any, model: Any, tools: list[str], **extra: Any) -> Team:
+    data = {
+        "name": "t",
+        "members": [{"name": "worker", "description": "works", "tools": tools}],
+        "workflow": {"retry": FAST_RETRY},
+        **extra,
+    }
+    return Team.from_dict(data, settings=settings, model=model)
+
+
+PLAN = Plan(steps=[Step(id="s", worker="worker", task="count")])
+
+
+async def test_module_function_reference(settings: Any) -> None:
+    model = ScriptedChatModel(responses=[ToolCall("word_count", {"text": "a b c"}), "three"])
+    team = _team(settings, model, ["tests.custom_tools:word_count"])
+    result, _ = await run_collect(team, "x", plan=PLAN)
+    assert model.calls[1][-1].content == "3" and result.step("s").output == "three"
+
+
+async def test_bad_module_reference_fails_the_step_clearly(settings: Any) -> None:
+    team = _team(settings, ScriptedChatModel(responses=[]), ["tests.custom_tools:nope"])
+    result, _ = await run_collect(team, "x", plan=PLAN)
+    assert "cannot import tool 'tests.custom_tools:nope'" in result.step("s").error
+
+
+async def test_tools_marked_requires_approval_are_refused(settings: Any) -> None:
+    model = ScriptedChatModel(responses=[ToolCall("launch", {"target": "moon"}), "stopped"])
+    await run_collect(_team(settings, model, ["tests.custom_tools:launch"]), "x", plan=PLAN)
+    assert "requires approval" in model.calls[1][-1].content
+
+
+async def test_name_patterns_are_configurable(settings: Any) -> None:
+    model = ScriptedChatModel(responses=[ToolCall("word_count", {"text": "a"}), "ok"])
+    team = _team(
+        settings, model, ["tests.custom_tools:word_count"], approvals={"patterns": ["count"]}
+    )
+    await run_collect(team, "x", plan=PLAN)
+    assert "requires approval" in model.calls[1][-1].content
+
+
+async def test_mcp_tools_from_a_stdio_server(settings: Any) -> None:
+    server = {"command": sys.executable, "args": [str(HERE / "mcp_calc_server.py")]}
+    model = ScriptedChatModel(responses=[ToolCall("multiply", {"a": 6, "b": 7}), "42 it is"])
+    team = _team(settings, model, ["mcp:calc/multiply"], mcp_servers={"calc": server})
+    result, events = await run_collect(team, "x", plan=PLAN)
+    reply = model.calls[1][-1]
+    assert isinstance(reply, ToolMessage) and reply.status == "success" and "42" in reply.text
+    assert result.step("s").output == "42 it is"
+
+
+async def test_unknown_mcp_server_command_is_a_clear_error(settings: Any) -> None:
+    server = {"command": "/nonexistent/mcp-server"}
+    team = _team(
+        settings, ScriptedChatModel(responses=[]), ["mcp:ghost/x"], mcp_servers={"ghost": server}
+    )
+    with pytest.raises(Exception, match="MCP server 'ghost' could not be loaded"):
+        await run_collect(team, "x", plan=PLAN)
+
+
+def test_yaml_mcp_server_fields_are_validated() -> None:
+    with pytest.raises(SpecError, match=r"mcp_servers\.calc\.command"):
+        Team.from_dict({"name": "t", "members": ["writer"], "mcp_servers": {"calc": {}}})
