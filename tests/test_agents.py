@@ -241,7 +241,7 @@ async def test_state_prompt_applied_once_and_tool_updates_persist(settings: Any)
 
     def fn(messages: list[BaseMessage]) -> Any:
         seen.append(messages)
-        task = str([m for m in messages if isinstance(m, HumanMessage)][0].content)
+        task = str(next(m for m in messages if isinstance(m, HumanMessage)).content)
         if "remember" in task and not any(isinstance(m, ToolMessage) for m in messages):
             return ToolCall("remember", {"key": "city", "value": "Lyon"})
         return "noted"

@@ -61,7 +61,7 @@ async def test_mcp_tools_from_a_stdio_server(settings: Any) -> None:
     server = {"command": sys.executable, "args": [str(HERE / "mcp_calc_server.py")]}
     model = ScriptedChatModel(responses=[ToolCall("multiply", {"a": 6, "b": 7}), "42 it is"])
     team = _team(settings, model, ["mcp:calc/multiply"], mcp_servers={"calc": server})
-    result, events = await run_collect(team, "x", plan=PLAN)
+    result, _ = await run_collect(team, "x", plan=PLAN)
     reply = model.calls[1][-1]
     assert isinstance(reply, ToolMessage) and reply.status == "success" and "42" in reply.text
     assert result.step("s").output == "42 it is"
