@@ -273,3 +273,19 @@ async def test_state_prompt_applied_once_and_tool_updates_persist(settings: Any)
         run_id="r2",
     )
     assert '"city": "Lyon"' in str(seen[0][1].content)  # and in the next turn of the thread
+
+
+async def test_offline_react_agent_searches_the_knowledge_base(settings: Any) -> None:
+    from pathlib import Path
+
+    knowledge = str(Path(__file__).resolve().parents[1] / "examples" / "knowledge")
+    team = Team.from_dict(
+        {"name": "t", "knowledge": [knowledge],
+         "members": [{"name": "researcher", "kind": "react"}]},
+        settings=settings,
+    )
+    plan = Plan(steps=[Step(id="s", worker="researcher", task="Research MongoDB security")])
+    result, events = await run_collect(team, "x", plan=plan)
+    assert [e.tool for e in by_type(events, "tool_called")] == ["search_docs"]
+    output = result.step("s").output
+    assert output.startswith("_Offline model") and "mongodb.md" in output
