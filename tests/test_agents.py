@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -21,6 +22,7 @@ from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
 from .helpers import FAST_RETRY, by_type, run_collect
 
 calls: list[str] = []
+KNOWLEDGE = str(Path(__file__).resolve().parents[1] / "examples" / "knowledge")
 
 
 @tool
@@ -276,11 +278,8 @@ async def test_state_prompt_applied_once_and_tool_updates_persist(settings: Any)
 
 
 async def test_offline_react_agent_searches_the_knowledge_base(settings: Any) -> None:
-    from pathlib import Path
-
-    knowledge = str(Path(__file__).resolve().parents[1] / "examples" / "knowledge")
     team = Team.from_dict(
-        {"name": "t", "knowledge": [knowledge],
+        {"name": "t", "knowledge": [KNOWLEDGE],
          "members": [{"name": "researcher", "kind": "react"}]},
         settings=settings,
     )

@@ -209,9 +209,9 @@ def test_exit_code_1_when_every_step_fails(tmp_path: Path, db: str) -> None:
     [
         ("name: bad\nmembers: [researcher, wizard]\n", "members[1]", "'wizard'"),
         (
-            "name: bad\nmembers:\n  - name: researcher\n    tools: [web_search]\n",
+            "name: bad\nmembers:\n  - name: researcher\n    tools: [web_serch]\n",
             "members[0].tools[0]",
-            "'web_search'",
+            "'web_serch'",
         ),
         (
             "name: bad\nmembers: [researcher]\nworkflow:\n  max_parallel: lots\n",

@@ -66,6 +66,7 @@ def import_tool(reference: str) -> BaseTool:
 
 def builtin_registry() -> ToolRegistry:
     """The registry with teamgraph's built-in tools."""
+    from teamgraph.tools.library import register_library
     from teamgraph.tools.search_docs import make_search_docs_tool
 
     registry = ToolRegistry()
@@ -76,4 +77,5 @@ def builtin_registry() -> ToolRegistry:
         return make_search_docs_tool(resources.knowledge)
 
     registry.register("search_docs", search_docs)
+    register_library(registry)
     return registry
