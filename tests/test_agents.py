@@ -167,16 +167,6 @@ async def test_unknown_and_raising_tools_become_error_results(settings: Any) -> 
     assert result.step("s").status == "done"
 
 
-async def test_sensitive_tools_need_an_approver(settings: Any) -> None:
-    calls.clear()
-    model = ScriptedChatModel(responses=[ToolCall("delete_record", {"record_id": "7"}), "ok"])
-    await run_collect(_team(settings, model), "x", plan=_one_step())
-    result = model.calls[1][-1]
-    assert isinstance(result, ToolMessage) and result.status == "error"
-    assert "requires approval" in result.content
-    assert calls == []  # never executed
-
-
 def test_react_parser() -> None:
     text = 'Thought: add them\nAction: add\nAction Input: {"a": 2, "b": 3}'
     assert parse_react(text, {}) == Action("add", {"a": 2, "b": 3})
@@ -279,8 +269,11 @@ async def test_state_prompt_applied_once_and_tool_updates_persist(settings: Any)
 
 async def test_offline_react_agent_searches_the_knowledge_base(settings: Any) -> None:
     team = Team.from_dict(
-        {"name": "t", "knowledge": [KNOWLEDGE],
-         "members": [{"name": "researcher", "kind": "react"}]},
+        {
+            "name": "t",
+            "knowledge": [KNOWLEDGE],
+            "members": [{"name": "researcher", "kind": "react"}],
+        },
         settings=settings,
     )
     plan = Plan(steps=[Step(id="s", worker="researcher", task="Research MongoDB security")])

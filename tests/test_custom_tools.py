@@ -11,7 +11,7 @@ from teamgraph import Plan, SpecError, Step
 from teamgraph.runtime.team import Team
 from teamgraph.testing import ScriptedChatModel, ToolCall
 
-from .helpers import FAST_RETRY, run_collect
+from .helpers import FAST_RETRY, by_type, run_collect
 
 HERE = Path(__file__).resolve().parent
 
@@ -42,10 +42,12 @@ async def test_bad_module_reference_fails_the_step_clearly(settings: Any) -> Non
     assert "cannot import tool 'tests.custom_tools:nope'" in result.step("s").error
 
 
-async def test_tools_marked_requires_approval_are_refused(settings: Any) -> None:
+async def test_tools_marked_requires_approval_pause_the_run(settings: Any) -> None:
     model = ScriptedChatModel(responses=[ToolCall("launch", {"target": "moon"}), "stopped"])
-    await run_collect(_team(settings, model, ["tests.custom_tools:launch"]), "x", plan=PLAN)
-    assert "requires approval" in model.calls[1][-1].content
+    team = _team(settings, model, ["tests.custom_tools:launch"])
+    result, events = await run_collect(team, "x", plan=PLAN)
+    assert result.status == "interrupted"
+    assert [e.tool for e in by_type(events, "approval_requested")] == ["launch"]
 
 
 async def test_name_patterns_are_configurable(settings: Any) -> None:
@@ -53,8 +55,9 @@ async def test_name_patterns_are_configurable(settings: Any) -> None:
     team = _team(
         settings, model, ["tests.custom_tools:word_count"], approvals={"patterns": ["count"]}
     )
-    await run_collect(team, "x", plan=PLAN)
-    assert "requires approval" in model.calls[1][-1].content
+    result, events = await run_collect(team, "x", plan=PLAN)
+    assert [e.tool for e in by_type(events, "approval_requested")] == ["word_count"]
+    assert result.status == "interrupted"
 
 
 async def test_mcp_tools_from_a_stdio_server(settings: Any) -> None:

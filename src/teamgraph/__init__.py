@@ -3,6 +3,8 @@
 from teamgraph.config import Settings
 from teamgraph.errors import (
     AgentFailed,
+    ApprovalPending,
+    BudgetExceeded,
     ControlSignal,
     MaxIterationsExceeded,
     ModelConfigError,
@@ -26,6 +28,8 @@ from teamgraph.specs import AgentSpec, TeamSpec, WorkflowOptions
 __all__ = [
     "AgentFailed",
     "AgentSpec",
+    "ApprovalPending",
+    "BudgetExceeded",
     "ControlSignal",
     "Event",
     "MaxIterationsExceeded",

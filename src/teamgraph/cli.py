@@ -35,6 +35,7 @@ console = Console()
 err = Console(stderr=True)
 EXIT = {"completed": 0, "completed_with_errors": 3, "failed": 1, "cancelled": 130}
 STATE_STYLE = {
+    "waiting": "cyan",
     "pending": "dim",
     "running": "yellow",
     "done": "green",

@@ -20,6 +20,14 @@ class ControlSignal(TeamgraphError):
     """Not a failure: tells the run loop to do something (retry, pause)."""
 
 
+class ApprovalPending(ControlSignal):
+    """A sensitive tool call waits for a human decision; the run pauses (and resumes later)."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"tool call {approval_id} waits for approval")
+        self.approval_id = approval_id
+
+
 class TransientModelError(ControlSignal):
     """A model call failed in a way worth retrying (timeout, 429, 5xx, connection reset)."""
 
@@ -36,6 +44,14 @@ class MaxIterationsExceeded(RunFailure):
         super().__init__(f"agent {agent!r} reached max_iterations={limit} without a final answer")
         self.agent = agent
         self.limit = limit
+
+
+class BudgetExceeded(RunFailure):
+    """A run reached one of its budget limits; it stops, keeping what was done."""
+
+    def __init__(self, limit: str, allowed: float, reached: float) -> None:
+        super().__init__(f"budget exceeded: {limit}={allowed} reached ({reached})")
+        self.limit, self.allowed, self.reached = limit, allowed, reached
 
 
 class AgentFailed(RunFailure):

@@ -14,9 +14,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 RunStatus = Literal[
-    "pending", "running", "completed", "completed_with_errors", "failed", "cancelled", "interrupted"
+    "pending",
+    "running",
+    "completed",
+    "completed_with_errors",
+    "failed",
+    "cancelled",
+    "interrupted",
+    "budget_exceeded",
 ]
-StepState = Literal["pending", "running", "done", "failed", "skipped"]
+StepState = Literal["pending", "running", "waiting", "done", "failed", "skipped"]
 PlannerTier = Literal["explicit", "template", "llm", "rules", "fallback"]
 
 
@@ -159,6 +166,8 @@ class ApprovalRequested(BaseEvent):
     tool: str
     call_id: str
     args: dict[str, Any]
+    request_id: str = Field(default="", description="What a decision refers to on resume.")
+    step_id: str | None = None
 
 
 class Resumed(BaseEvent):

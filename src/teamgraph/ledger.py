@@ -39,9 +39,16 @@ class StepRecord(BaseModel):
 
 
 class StepLedger(Protocol):
+    """Durable step results, plus a journal of model replies and tool results: replaying a
+    step after a crash or a pause returns the recorded values instead of calling again."""
+
     async def load(self, run_id: str) -> dict[str, StepRecord]: ...
 
     async def save(self, run_id: str, record: StepRecord) -> None: ...
+
+    async def recall(self, key: str) -> str | None: ...
+
+    async def record(self, key: str, value: str) -> None: ...
 
 
 class StoreLedger:
@@ -58,12 +65,26 @@ class StoreLedger:
         value: dict[str, Any] = record.model_dump(mode="json")
         await self.store.aput(("teamgraph", "steps", run_id), record.step_id, value, index=False)
 
+    async def recall(self, key: str) -> str | None:
+        item = await self.store.aget(("teamgraph", "journal"), key)
+        return None if item is None else str(item.value["v"])
+
+    async def record(self, key: str, value: str) -> None:
+        await self.store.aput(("teamgraph", "journal"), key, {"v": value}, index=False)
+
 
 class MemoryLedger:
     """A :class:`StepLedger` in memory, for tests and one-off runs."""
 
     def __init__(self) -> None:
         self.records: dict[str, dict[str, StepRecord]] = {}
+        self.journal: dict[str, str] = {}
+
+    async def recall(self, key: str) -> str | None:
+        return self.journal.get(key)
+
+    async def record(self, key: str, value: str) -> None:
+        self.journal[key] = value
 
     async def load(self, run_id: str) -> dict[str, StepRecord]:
         return dict(self.records.get(run_id, {}))
@@ -91,6 +112,19 @@ class SqliteLedger:
                 "CREATE TABLE IF NOT EXISTS tg_step_ledger (run_id TEXT NOT NULL, step_id TEXT "
                 "NOT NULL, record TEXT NOT NULL, PRIMARY KEY (run_id, step_id))"
             )
+            self._slow.execute(
+                "CREATE TABLE IF NOT EXISTS tg_journal (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+
+    async def recall(self, key: str) -> str | None:
+        """A journal entry (a model reply or a tool result recorded by an earlier attempt)."""
+        query = "SELECT value FROM tg_journal WHERE key = ?"
+        row = await self._run(lambda conn: conn.execute(query, (key,)).fetchone())
+        return None if row is None else str(row[0])
+
+    async def record(self, key: str, value: str) -> None:
+        statement = "INSERT OR REPLACE INTO tg_journal (key, value) VALUES (?, ?)"
+        await self._run(lambda conn: conn.execute(statement, (key, value)))
 
     async def load(self, run_id: str) -> dict[str, StepRecord]:
         query = "SELECT step_id, record FROM tg_step_ledger WHERE run_id = ?"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from langchain_core.tools import BaseTool
+from langgraph.config import get_config
 
 from teamgraph.events import BaseEvent
 from teamgraph.ledger import StepLedger
@@ -35,9 +36,15 @@ class Emitter:
         self.seq = start_seq
         self.parent_id = parent_id
 
-    def emit(self, cls: type[E], path: list[str], **fields: Any) -> E:
+    def emit(self, cls: type[E], path: list[str], parent_id: str | None = None, **fields: Any) -> E:
         self.seq += 1
-        event = cls(run_id=self.run_id, seq=self.seq, path=path, parent_id=self.parent_id, **fields)
+        event = cls(
+            run_id=self.run_id,
+            seq=self.seq,
+            path=path,
+            parent_id=parent_id or self.parent_id,
+            **fields,
+        )
         self.sink(event)
         return event
 
@@ -57,12 +64,46 @@ class RunContext:
     usage: UsageTracker
     templates: dict[str, Any] = field(default_factory=dict)
     shared_state: dict[str, Any] = field(default_factory=dict)  # see adopt_state
-    approver: Any = None  # the human-approval channel arrives with the patterns issue
+    approvals: bool = True  # sensitive tool calls pause the run for a human decision
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # approval id -> decision
+    pending: list[dict[str, Any]] = field(default_factory=list)  # approvals asked in this pass
     sandbox: Any = None  # teamgraph.sandbox.Sandbox, created on first use by codeact agents
+    store: Any = None  # a LangGraph BaseStore for notes shared across agents and threads
+    user_id: str = "default"
+    path: tuple[str, ...] = ()  # team → nested team; empty means (team.name,)
+    parent_id: str | None = None  # the step or agent a nested team works for
+    scope: str = ""  # key prefix of ledger records; empty means run_id
     _tool_cache: dict[str, list[BaseTool]] = field(default_factory=dict)
 
     def emit(self, cls: type[E], *path: str, **fields: Any) -> E:
-        return self.emitter.emit(cls, [self.team.name, *path], **fields)
+        base = list(self.path or (self.team.name,))
+        return self.emitter.emit(cls, [*base, *path], parent_id=self.parent_id, **fields)
+
+    @property
+    def ledger_key(self) -> str:
+        return self.scope or self.run_id
+
+    def task_scope(self, name: str) -> str:
+        """A journal key prefix unique to this graph task and ``name`` (a step or an agent),
+        stable when LangGraph re-executes the task after a crash or a pause."""
+        try:
+            namespace = str(get_config()["configurable"].get("checkpoint_ns", ""))
+        except RuntimeError:  # called outside a graph (tests, direct agent use)
+            namespace = ""
+        return f"{self.ledger_key}/{namespace}/{name}"
+
+    def child(self, team: TeamSpec, parent_id: str) -> RunContext:
+        """The context of a nested team working for ``parent_id`` (a step or an agent): same run,
+        emitter, usage and budget; its own team, path, ledger scope and tools."""
+        path = (*(self.path or (self.team.name,)), team.name)
+        return replace(
+            self,
+            team=team,
+            path=path,
+            parent_id=parent_id,
+            scope=f"{self.ledger_key}/{parent_id}/{team.name}",
+            _tool_cache={},
+        )
 
     def adopt_state(self, saved: dict[str, Any] | None) -> dict[str, Any]:
         """The thread's shared state (from its last checkpoint), else the team's initial state."""

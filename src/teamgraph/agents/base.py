@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
 
 from teamgraph import prompts
 from teamgraph.agents._model_call import call_model
@@ -40,8 +48,23 @@ class AgentTurn:
     messages: list[BaseMessage]
     step_id: str | None
 
+    calls: int = 0
+
+    @property
+    def key(self) -> str:
+        """Journal key of the latest model call."""
+        return f"{self.ctx.task_scope(self.step_id or self.agent.name)}/m{self.calls}"
+
     async def ask(self, model: Any = None) -> AIMessage:
-        return await call_model(
+        """One model call — replayed from the journal if an earlier attempt made it already."""
+        self.calls += 1
+        key = self.key
+        saved = await self.ctx.ledger.recall(key)
+        if saved is not None:
+            restored = messages_from_dict([json.loads(saved)])[0]
+            assert isinstance(restored, AIMessage)
+            return restored
+        reply = await call_model(
             model or self.model,
             self.messages,
             self.ctx,
@@ -49,6 +72,8 @@ class AgentTurn:
             model_name=self.model_name,
             step_id=self.step_id,
         )
+        await self.ctx.ledger.record(key, json.dumps(message_to_dict(reply)))
+        return reply
 
     def finish(self, output: str) -> AgentOutcome:
         self.ctx.emit(

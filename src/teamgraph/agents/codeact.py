@@ -3,6 +3,7 @@ available as functions; the output goes back to the model until it answers in pl
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -53,16 +54,15 @@ async def run_codeact_agent(
         code = extract_code(reply.text)
         if code is None:
             return turn.finish(reply.text)
-        result = await execute(code, toolbox, f"code_{iteration + 1}")
+        result = await execute(code, toolbox, f"code_{iteration + 1}", turn.key)
         turn.messages.append(HumanMessage(f"{RESULT_PREFIX}\n{result}"))
     return await answer_at_limit(turn, _as_is)
 
 
-async def execute(code: str, toolbox: Toolbox, call_id: str) -> str:
-    """Run ``code`` in the run's sandbox; refusals and failures come back as text."""
-    from teamgraph.sandbox import Sandbox
-
-    ctx, agent = toolbox.ctx, toolbox.agent
+async def execute(code: str, toolbox: Toolbox, call_id: str, key: str) -> str:
+    """Run ``code`` in the run's sandbox, once: a replay returns the recorded result.
+    Refusals and failures come back as text."""
+    ctx, agent, step_id = toolbox.ctx, toolbox.agent, toolbox.step_id
     ctx.emit(
         ToolCalled,
         agent,
@@ -71,16 +71,14 @@ async def execute(code: str, toolbox: Toolbox, call_id: str) -> str:
         tool="python",
         call_id=call_id,
         args={"code": code},
-        step_id=toolbox.step_id,
+        step_id=step_id,
     )
-    if ctx.sandbox is None:
-        ctx.sandbox = Sandbox()
-    functions = {name: _bridge(toolbox, name) for name in toolbox.names}
-    try:
-        result = await ctx.sandbox.run(code, functions)
-        text, is_error = str(result.to_text()), False
-    except SandboxUnavailable as exc:
-        text, is_error = f"code execution refused: {exc}", True
+    saved = await ctx.ledger.recall(f"{key}.code")
+    if saved is not None:
+        text, is_error = json.loads(saved)
+    else:
+        text, is_error = await _run_code(code, toolbox, key)
+        await ctx.ledger.record(f"{key}.code", json.dumps([text, is_error]))
     ctx.emit(
         ToolReturned,
         agent,
@@ -90,19 +88,35 @@ async def execute(code: str, toolbox: Toolbox, call_id: str) -> str:
         call_id=call_id,
         output=text,
         is_error=is_error,
-        step_id=toolbox.step_id,
+        step_id=step_id,
     )
-    return text
+    return str(text)
 
 
-def _bridge(toolbox: Toolbox, name: str) -> Callable[..., Awaitable[Any]]:
+async def _run_code(code: str, toolbox: Toolbox, key: str) -> tuple[str, bool]:
+    from teamgraph.sandbox import Sandbox
+
+    ctx = toolbox.ctx
+    if ctx.sandbox is None:
+        ctx.sandbox = Sandbox()
+    functions = {name: _bridge(toolbox, name, key) for name in toolbox.names}
+    try:
+        result = await ctx.sandbox.run(code, functions)
+    except SandboxUnavailable as exc:
+        return f"code execution refused: {exc}", True
+    return str(result.to_text()), False
+
+
+def _bridge(toolbox: Toolbox, name: str, key: str) -> Callable[..., Awaitable[Any]]:
     """A tool as the sandbox calls it: the text result, or an exception carrying the error."""
     counter = 0
 
     async def call(**kwargs: Any) -> str:
         nonlocal counter
         counter += 1
-        text, is_error = await toolbox.call(name, kwargs, f"{name}_{counter}")
+        text, is_error = await toolbox.call(
+            name, kwargs, f"{name}_{counter}", f"{key}.{name}{counter}"
+        )
         if is_error:
             raise RuntimeError(text)
         return text

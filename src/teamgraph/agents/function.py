@@ -40,7 +40,10 @@ async def run_function_agent(
         reply = await turn.ask(bound)
         turn.messages.append(reply)
         if reply.tool_calls:
-            results = await asyncio.gather(*(toolbox.call_message(c) for c in reply.tool_calls))
+            key = turn.key
+            results = await asyncio.gather(
+                *(toolbox.call_message(c, f"{key}.t{i}") for i, c in enumerate(reply.tool_calls))
+            )
             turn.messages.extend(results)
         elif reply.text.strip():
             return turn.finish(reply.text)

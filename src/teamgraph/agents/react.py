@@ -97,7 +97,9 @@ async def run_react_agent(
             continue
         if isinstance(step, str):
             return turn.finish(step)
-        result, _ = await toolbox.call(step.tool, step.args, f"react_{len(turn.messages)}")
+        result, _ = await toolbox.call(
+            step.tool, step.args, f"react_{turn.calls}", f"{turn.key}.t0"
+        )
         turn.messages.append(HumanMessage(f"Observation: {result}"))
     return await answer_at_limit(turn, _as_is)
 

@@ -1,6 +1,8 @@
-"""Running an agent's tool calls: events, unknown tools, failures, approvals, shared state.
+"""Running an agent's tool calls: events, journal, unknown tools, failures, approvals, state.
 
-Whatever goes wrong becomes an error result the agent sees — never an exception that ends the step.
+Whatever goes wrong becomes an error result the agent sees — never an exception that ends the
+step — except a sensitive call awaiting a human decision, which pauses the run
+(:class:`~teamgraph.errors.ApprovalPending`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
+from teamgraph.errors import ApprovalPending
 from teamgraph.events import ToolCalled, ToolReturned
 from teamgraph.run_context import RunContext
 
@@ -34,63 +37,78 @@ class Toolbox:
         return sorted(self.tools)
 
     def describe(self) -> str:
-        """One line per tool — name, arguments (JSON Schema) and description — for text prompts."""
-        lines = []
-        for tool in self.tools.values():
-            args = json.dumps(call_properties(tool))
-            lines.append(f"- {tool.name}: {tool.description} Arguments: {args}")
+        """One line per tool — name, description, arguments (JSON Schema) — for text prompts."""
+        lines = [
+            f"- {t.name}: {t.description} Arguments: {json.dumps(call_properties(t))}"
+            for t in self.tools.values()
+        ]
         return "\n".join(lines) or "- (no tools)"
 
-    async def call(self, name: str, args: dict[str, Any], call_id: str) -> tuple[str, bool]:
-        """Run one call; returns ``(text, is_error)`` and emits tool_called / tool_returned."""
-        self.ctx.emit(
-            ToolCalled,
-            self.agent,
-            name,
-            agent=self.agent,
-            tool=name,
-            call_id=call_id,
-            args=args,
-            step_id=self.step_id,
-        )
-        content, is_error = await self._invoke(name, args)
-        self.ctx.emit(
-            ToolReturned,
-            self.agent,
-            name,
-            agent=self.agent,
-            tool=name,
-            call_id=call_id,
-            output=content,
-            is_error=is_error,
-            step_id=self.step_id,
-        )
-        return content, is_error
+    async def call(
+        self, name: str, args: dict[str, Any], call_id: str, key: str
+    ) -> tuple[str, bool]:
+        """Run one call; returns ``(text, is_error)`` and emits tool_called / tool_returned.
 
-    async def call_message(self, call: ToolCall) -> ToolMessage:
-        content, is_error = await self.call(call["name"], call["args"], call.get("id") or "")
-        return ToolMessage(
-            content=content,
-            tool_call_id=call.get("id") or "",
-            name=call["name"],
-            status="error" if is_error else "success",
+        ``key`` names the call in the run's journal: a call an earlier attempt made (before a
+        crash or a pause) returns its recorded result and is not executed again."""
+        self._emit(ToolCalled, name, call_id=call_id, args=args)
+        saved = await self.ctx.ledger.recall(key)
+        if saved is not None:
+            content, is_error = json.loads(saved)
+        else:
+            content, is_error = await self._invoke(name, args, call_id, key)
+            await self.ctx.ledger.record(key, json.dumps([content, is_error]))
+        self._emit(ToolReturned, name, call_id=call_id, output=content, is_error=is_error)
+        return str(content), bool(is_error)
+
+    async def call_message(self, call: ToolCall, key: str) -> ToolMessage:
+        call_id = call.get("id") or ""
+        content, is_error = await self.call(call["name"], call["args"], call_id, key)
+        status = "error" if is_error else "success"
+        return ToolMessage(content=content, tool_call_id=call_id, name=call["name"], status=status)
+
+    def _emit(self, cls: Any, tool: str, **fields: Any) -> None:
+        self.ctx.emit(
+            cls, self.agent, tool, agent=self.agent, tool=tool, step_id=self.step_id, **fields
         )
 
-    async def _invoke(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+    async def _invoke(
+        self, name: str, args: dict[str, Any], call_id: str, key: str
+    ) -> tuple[str, bool]:
         tool = self.tools.get(name)
         if tool is None:
             return f"Tool {name} not found. Available: {', '.join(self.names) or 'none'}", True
-        if self._sensitive(tool) and self.ctx.approver is None:
-            return (
-                f"Tool {name} requires approval, and no approver is available in this run; "
-                "the call was not executed.",
-                True,
-            )
+        if self._sensitive(tool):
+            decision = self._decision(name, args, call_id, key)
+            if decision.get("action") == "reject":
+                comment = decision.get("comment") or "no reason given"
+                return f"The user rejected this call to {name}: {comment}", True
+            if decision.get("action") == "edit":
+                args = dict(decision.get("args") or {})
         try:
             result = await tool.ainvoke(self._with_state(tool, args))
         except Exception as exc:  # a tool's failure is the agent's information, not a crash
             return f"Error: {type(exc).__name__}: {exc}", True
         return as_text(result), False
+
+    def _decision(self, name: str, args: dict[str, Any], call_id: str, key: str) -> dict[str, Any]:
+        """The human's decision on this call, or pause the run to ask for one."""
+        if not self.ctx.approvals:
+            return {"action": "reject", "comment": "approvals are disabled for this run"}
+        decision = self.ctx.decisions.get(key)
+        if decision is None:
+            self.ctx.pending.append(
+                {
+                    "id": key,
+                    "agent": self.agent,
+                    "tool": name,
+                    "args": args,
+                    "call_id": call_id,
+                    "step_id": self.step_id,
+                }
+            )
+            raise ApprovalPending(key)
+        return decision
 
     def _sensitive(self, tool: BaseTool) -> bool:
         flagged = bool((tool.metadata or {}).get("requires_approval"))
@@ -108,9 +126,8 @@ class Toolbox:
 
 def call_properties(tool: BaseTool) -> dict[str, Any]:
     """The arguments a model may pass to ``tool`` (injected ones excluded), as JSON Schema."""
-    props: dict[str, Any] = convert_to_openai_tool(tool)["function"]["parameters"].get(
-        "properties", {}
-    )
+    parameters: dict[str, Any] = convert_to_openai_tool(tool)["function"]["parameters"]
+    props: dict[str, Any] = parameters.get("properties", {})
     return props
 
 

@@ -6,24 +6,39 @@ from collections import defaultdict
 
 from langchain_core.messages import AIMessage
 
+from teamgraph.errors import BudgetExceeded
 from teamgraph.events import TokenUsage
 from teamgraph.llm.pricing import PriceTable
+from teamgraph.specs.team import Budget
 
 
 class UsageTracker:
     """Adds up usage from model replies; attributes it to agents and steps."""
 
-    def __init__(self, prices: PriceTable) -> None:
+    def __init__(self, prices: PriceTable, budget: Budget | None = None) -> None:
         self.prices = prices
+        self.budget = budget or Budget()
         self.by_agent: dict[str, TokenUsage] = defaultdict(TokenUsage)
         self.by_step: dict[str, TokenUsage] = defaultdict(TokenUsage)
         self.total = TokenUsage()
+        self.model_calls = 0
+
+    def check(self) -> None:
+        """Raise :class:`BudgetExceeded` if the run has reached one of its limits."""
+        b, t = self.budget, self.total
+        if b.max_model_calls is not None and self.model_calls >= b.max_model_calls:
+            raise BudgetExceeded("max_model_calls", b.max_model_calls, self.model_calls)
+        if b.max_tokens is not None and t.total_tokens >= b.max_tokens:
+            raise BudgetExceeded("max_tokens", b.max_tokens, t.total_tokens)
+        if b.max_usd is not None and t.cost_usd >= b.max_usd:
+            raise BudgetExceeded("max_usd", b.max_usd, round(t.cost_usd, 6))
 
     def record(self, agent: str, step_id: str | None, model: str, reply: AIMessage) -> TokenUsage:
         meta = reply.usage_metadata
         i = meta["input_tokens"] if meta else 0
         o = meta["output_tokens"] if meta else 0
         usage = TokenUsage(input_tokens=i, output_tokens=o, cost_usd=self.prices.cost(model, i, o))
+        self.model_calls += 1
         self.add(agent, step_id, usage)
         return usage
 

@@ -6,9 +6,10 @@ import asyncio
 import time
 
 from teamgraph import prompts
-from teamgraph.agents import run_agent
+from teamgraph.errors import ApprovalPending, BudgetExceeded
 from teamgraph.events import StepCompleted, StepFailed, StepSkipped, StepStarted, StepState
 from teamgraph.ledger import StepRecord
+from teamgraph.patterns._members import run_member
 from teamgraph.patterns._scheduler import blocked_steps, ready_steps
 from teamgraph.plan import Plan, Step
 from teamgraph.run_context import RunContext
@@ -16,35 +17,56 @@ from teamgraph.run_context import RunContext
 CHARS_PER_TOKEN = 4
 
 
-async def execute_plan(plan: Plan, ctx: RunContext) -> dict[str, StepRecord]:
+async def execute_plan(
+    plan: Plan, ctx: RunContext
+) -> tuple[dict[str, StepRecord], BudgetExceeded | None]:
     """Run every step as soon as its own dependencies are done, up to ``max_parallel`` at once.
 
-    Finished steps found in the ledger (a resumed run) are not run again."""
-    saved = await ctx.ledger.load(ctx.run_id)
+    Finished steps found in the ledger (a resumed run) are not run again. A budget overrun stops
+    the run: running steps are cancelled, the rest skipped, finished results kept."""
+    saved = await ctx.ledger.load(ctx.ledger_key)
     records = {s.id: saved[s.id] for s in plan.steps if _same_step(saved.get(s.id), s)}
     for record in records.values():
         ctx.usage.add(record.worker, record.step_id, record.usage)
     states: dict[str, StepState] = {s.id: "pending" for s in plan.steps}
     states.update({k: r.status for k, r in records.items()})
-    running: dict[asyncio.Task[StepRecord], str] = {}
+    running: dict[asyncio.Task[StepRecord | None], str] = {}
+    over: BudgetExceeded | None = None
     try:
         while True:
             await _skip_blocked(plan, states, records, ctx)
-            if ctx.team.workflow.fail_fast and "failed" in states.values():
-                await _abort(plan, states, records, running, ctx)
+            reason = _stop_reason(states, ctx, over)
+            if reason:
+                await _abort(plan, states, records, running, ctx, reason)
                 break
             _start_ready(plan, states, records, running, ctx)
             if not running:
                 break
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                record = task.result()
-                del running[task]
-                await _finish(record, states, records, ctx)
+                step_id = running.pop(task)
+                try:
+                    outcome = task.result()
+                except BudgetExceeded as exc:
+                    over = exc
+                    continue
+                if outcome is None:
+                    states[step_id] = "waiting"  # paused until a human decides on a tool call
+                else:
+                    await _finish(outcome, states, records, ctx)
     finally:
         for task in running:
             task.cancel()
-    return records
+    return records, over
+
+
+def _stop_reason(states: dict[str, StepState], ctx: RunContext, over: BudgetExceeded | None) -> str:
+    if over is not None:
+        return str(over)
+    if ctx.team.workflow.fail_fast and "failed" in states.values():
+        failed = next(k for k, v in states.items() if v == "failed")
+        return f"fail_fast: step {failed!r} failed"
+    return ""
 
 
 def _same_step(record: StepRecord | None, step: Step) -> bool:
@@ -55,7 +77,7 @@ def _start_ready(
     plan: Plan,
     states: dict[str, StepState],
     records: dict[str, StepRecord],
-    running: dict[asyncio.Task[StepRecord], str],
+    running: dict[asyncio.Task[StepRecord | None], str],
     ctx: RunContext,
 ) -> None:
     free = ctx.team.workflow.max_parallel - len(running)
@@ -71,7 +93,7 @@ async def _finish(
     records: dict[str, StepRecord],
     ctx: RunContext,
 ) -> None:
-    await ctx.ledger.save(ctx.run_id, record)  # durable before anyone hears of it
+    await ctx.ledger.save(ctx.ledger_key, record)  # durable before anyone hears of it
     states[record.step_id] = record.status
     records[record.step_id] = record
     if record.status == "done":
@@ -107,17 +129,17 @@ async def _abort(
     plan: Plan,
     states: dict[str, StepState],
     records: dict[str, StepRecord],
-    running: dict[asyncio.Task[StepRecord], str],
+    running: dict[asyncio.Task[StepRecord | None], str],
     ctx: RunContext,
+    reason: str,
 ) -> None:
-    failed = next(k for k, v in states.items() if v == "failed")
     for task in running:
         task.cancel()
     await asyncio.gather(*running, return_exceptions=True)
     running.clear()
     for step in plan.steps:
-        if states[step.id] in ("pending", "running"):
-            await _skip(step, f"fail_fast: step {failed!r} failed", states, records, ctx)
+        if states[step.id] in ("pending", "running", "waiting"):
+            await _skip(step, reason, states, records, ctx)
 
 
 async def _skip(
@@ -130,13 +152,15 @@ async def _skip(
     record = StepRecord(
         step_id=step.id, worker=step.worker, task=step.task, status="skipped", error=reason
     )
-    await ctx.ledger.save(ctx.run_id, record)
+    await ctx.ledger.save(ctx.ledger_key, record)
     states[step.id] = "skipped"
     records[step.id] = record
     ctx.emit(StepSkipped, step.worker, step_id=step.id, worker=step.worker, reason=reason)
 
 
-async def run_step(step: Step, context: list[tuple[str, str]], ctx: RunContext) -> StepRecord:
+async def run_step(
+    step: Step, context: list[tuple[str, str]], ctx: RunContext
+) -> StepRecord | None:
     """One step on its worker. Any exception becomes a failed record: siblings never notice."""
     ctx.emit(StepStarted, step.worker, step_id=step.id, worker=step.worker, task=step.task)
     started = time.perf_counter()
@@ -149,9 +173,13 @@ async def run_step(step: Step, context: list[tuple[str, str]], ctx: RunContext) 
             step_id=step.id, worker=step.worker, task=step.task, status="failed", error=error
         )
     try:
-        outcome = await run_agent(
+        outcome = await run_member(
             agent, prompts.worker_prompt(step.task, context), ctx, step_id=step.id
         )
+    except BudgetExceeded:
+        raise  # stops the whole run, not just this step
+    except ApprovalPending:
+        return None  # the step resumes once the human has decided
     except Exception as exc:
         return StepRecord(
             step_id=step.id,

@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 
 from teamgraph.events import PlanCreated, RunStatus, TokenUsage
 from teamgraph.ledger import StepRecord
+from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._steps import execute_plan
 from teamgraph.patterns.synthesis import concat_report, llm_answer
 from teamgraph.plan import Plan, validate_plan
@@ -32,9 +33,11 @@ class WorkflowState(TypedDict, total=False):
     notes: list[str]
     planner_usage: dict[str, Any]
     shared_state: dict[str, Any]
+    stopped: str
     steps: dict[str, dict[str, Any]]
     status: RunStatus
     output: str
+    error: str
 
 
 async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
@@ -75,10 +78,12 @@ def emit_plan(ctx: RunContext, plan: Plan, tier: str, notes: list[str] | None = 
 async def execute_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
     ctx = runtime.context
     shared = ctx.adopt_state(state.get("shared_state"))
-    records = await execute_plan(Plan.model_validate(state["plan"]), ctx)
+    plan = Plan.model_validate(state["plan"])
+    records, over = await with_approvals(ctx, lambda local: execute_plan(plan, local))
     return {
         "steps": {k: r.model_dump(mode="json") for k, r in records.items()},
         "shared_state": shared,
+        "stopped": str(over) if over else "",
     }
 
 
@@ -90,6 +95,8 @@ async def synthesize_node(state: WorkflowState, runtime: Runtime[RunContext]) ->
         output = await llm_answer(state["request"], plan, records, ctx)
     else:
         output = concat_report(plan, records)
+    if state.get("stopped"):
+        return {"output": output, "status": "budget_exceeded", "error": state["stopped"]}
     return {"output": output, "status": run_status(records, ctx.team.workflow.fail_fast)}
 
 

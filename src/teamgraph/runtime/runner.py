@@ -15,8 +15,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
+from teamgraph import patterns
 from teamgraph.config import Settings
-from teamgraph.errors import UsageError
+from teamgraph.errors import BudgetExceeded, UsageError
 from teamgraph.events import (
     BaseEvent,
     Event,
@@ -37,6 +38,7 @@ from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, Template, load_t
 from teamgraph.result import RunResult, StepResult
 from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
+from teamgraph.runtime.pauses import Decision, emit_pauses, pending_requests, resume_command
 from teamgraph.specs.team import TeamSpec
 from teamgraph.storage.models import utcnow
 from teamgraph.tools.mcp import load_mcp_tools
@@ -69,7 +71,7 @@ class Runner:
         self.templates: dict[str, Template] = load_templates(
             [BUILTIN_TEMPLATES_DIR, *self.settings.templates_dirs, *team.workflow.templates_dirs]
         )
-        self.graph = workflow.build(team, backend.checkpointer)
+        self.graph = patterns.build(team, backend.checkpointer)
         self._finished: dict[str, RunResult] = {}
         self._mcp_loaded = False  # results of runs that ended in this process
 
@@ -107,11 +109,9 @@ class Runner:
             input=request,
             thread_id=thread_id,
         )
-        graph_input: workflow.WorkflowState = {
-            "request": request,
-            "template": template,
-            "explicit_plan": plan.model_dump() if plan else None,
-        }
+        graph_input: dict[str, Any] = {"request": request}
+        if self.team.pattern == "workflow":
+            graph_input |= {"template": template, "explicit_plan": plan and plan.model_dump()}
         async for event in self._drive(graph_input, ctx, queue):
             yield event
 
@@ -124,25 +124,49 @@ class Runner:
                 self.registry.add(tool, ref)
             self._mcp_loaded = True
 
-    async def resume_stream(self, run_id: str) -> AsyncIterator[Event]:
-        """Continue an interrupted run: finished steps are taken from the ledger, not re-run."""
+    async def resume_stream(
+        self,
+        run_id: str,
+        *,
+        answer: str | None = None,
+        decisions: Mapping[str, Decision] | None = None,
+        default: Decision | None = None,
+    ) -> AsyncIterator[Event]:
+        """Continue a paused or interrupted run. A paused run needs the ``answer`` to its
+        question or ``decisions`` (by request id; ``default`` for all) on its tool calls.
+        Finished steps, model replies and tool results are replayed, never redone."""
         row = await self.backend.runs.get(run_id)
-        await self._prepare()
         if row.status in TERMINAL:
             raise UsageError(f"run {run_id} already ended with status {row.status!r}")
+        snapshot = await self.graph.aget_state(self._config(row.thread_id))
+        command = (
+            resume_command(snapshot.interrupts, answer, decisions, default)
+            if (snapshot.interrupts)
+            else None
+        )
+        await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
         ctx = self._context(run_id, row.thread_id, Emitter(run_id, queue.put_nowait, row.last_seq))
-        state = (await self.graph.aget_state(self._config(row.thread_id))).values
+        self._replay_preamble(ctx, snapshot.values, await self.ledger.load(run_id))
+        await self.backend.runs.update(run_id, status="running")
+        async for event in self._drive(command, ctx, queue):
+            yield event
+
+    async def pending(self, run_id: str) -> list[dict[str, Any]]:
+        """What a paused run waits for: clarifying questions and tool calls to approve."""
+        row = await self.backend.runs.get(run_id)
+        snapshot = await self.graph.aget_state(self._config(row.thread_id))
+        return pending_requests(snapshot.interrupts)
+
+    def _replay_preamble(
+        self, ctx: RunContext, state: Mapping[str, Any], done: Mapping[str, StepRecord]
+    ) -> None:
         if state.get("planner_usage"):
             ctx.usage.add("planner", None, TokenUsage.model_validate(state["planner_usage"]))
-        done = await self.ledger.load(run_id)
         ctx.emit(Resumed, completed_steps=sorted(k for k, r in done.items() if r.status == "done"))
         if state.get("plan"):
             plan = Plan.model_validate(state["plan"])
             workflow.emit_plan(ctx, plan, state.get("tier", "llm"), state.get("notes"))
-        await self.backend.runs.update(run_id, status="running")
-        async for event in self._drive(None, ctx, queue):
-            yield event
 
     async def run(self, request: str, **options: Any) -> RunResult:
         """Run to the end and return the result."""
@@ -189,7 +213,7 @@ class Runner:
             tools=self.registry,
             tool_resources=ToolResources(knowledge=self.backend.knowledge),
             ledger=self.ledger,
-            usage=UsageTracker(self.prices),
+            usage=UsageTracker(self.prices, self.team.budget),
             templates=self.templates,
         )
 
@@ -198,7 +222,7 @@ class Runner:
 
     async def _drive(
         self,
-        graph_input: workflow.WorkflowState | None,
+        graph_input: Any,
         ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
     ) -> AsyncIterator[Event]:
@@ -216,7 +240,7 @@ class Runner:
 
     async def _invoke(
         self,
-        graph_input: workflow.WorkflowState | None,
+        graph_input: Any,
         ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
     ) -> None:
@@ -224,7 +248,13 @@ class Runner:
             final = await self.graph.ainvoke(
                 graph_input, self._config(ctx.thread_id), context=ctx, durability="sync"
             )
-            await self._finish(ctx, final)
+            if final.get("__interrupt__"):
+                await self._pause(ctx, final["__interrupt__"])
+            else:
+                await self._finish(ctx, final)
+        except BudgetExceeded as exc:
+            state = (await self.graph.aget_state(self._config(ctx.thread_id))).values
+            await self._finish(ctx, {**state, "status": "budget_exceeded", "error": str(exc)})
         except asyncio.CancelledError:
             ctx.emit(RunCancelled, reason="cancelled")
             await self._save(ctx, status="cancelled", error="cancelled")
@@ -235,16 +265,24 @@ class Runner:
         finally:
             queue.put_nowait(None)
 
+    async def _pause(self, ctx: RunContext, interrupts: list[Any]) -> None:
+        emit_pauses(ctx, pending_requests(interrupts))
+        await self._save(ctx, status="interrupted", finished_at=None)
+
     async def _finish(self, ctx: RunContext, final: Mapping[str, Any]) -> None:
         status, output = final.get("status", "completed"), final.get("output", "")
+        error = final.get("error", "")
         ctx.emit(RunCompleted, status=status, output=output, usage=ctx.usage.total)
-        await self._save(ctx, status=status, output=output, planner_tier=final.get("tier"))
+        await self._save(
+            ctx, status=status, output=output, planner_tier=final.get("tier"), error=error or None
+        )
         records = {k: StepRecord.model_validate(v) for k, v in final.get("steps", {}).items()}
         self._finished[ctx.run_id] = RunResult(
             run_id=ctx.run_id,
             thread_id=ctx.thread_id,
             status=status,
             output=output,
+            error=error,
             planner_tier=final.get("tier"),
             plan=final.get("plan"),
             steps=_steps(final.get("plan"), records),
@@ -260,9 +298,8 @@ class Runner:
             output_tokens=total.output_tokens,
             cost_usd=total.cost_usd,
             last_seq=ctx.emitter.seq,
-            finished_at=utcnow(),
             usage_by_agent={k: v.model_dump() for k, v in ctx.usage.by_agent.items()},
-            **fields,
+            **{"finished_at": utcnow(), **fields},
         )
 
 

@@ -53,8 +53,11 @@ def team_from_dict(
 
 
 def check_tools(team: TeamSpec, known_tools: Collection[str], source: str = "<team>") -> None:
-    """Raise :class:`SpecError` for the first tool name no registry provides."""
+    """Raise :class:`SpecError` for the first tool name no registry provides (nested teams too)."""
     for i, member in enumerate(team.members):
+        if isinstance(member, TeamSpec):
+            check_tools(member, known_tools, f"{source}: members[{i}]")
+            continue
         for j, tool in enumerate(member.tools):
             if tool not in known_tools and ":" not in tool:
                 raise SpecError(
@@ -68,7 +71,9 @@ def _expand_members(members: Any, source: str) -> Any:
         return members  # let pydantic report the type error
     expanded: list[Any] = []
     for i, member in enumerate(members):
-        if isinstance(member, str):
+        if isinstance(member, Mapping) and "members" in member:  # a nested team
+            expanded.append({**member, "members": _expand_members(member["members"], source)})
+        elif isinstance(member, str):
             if member not in BUILTIN_WORKERS:
                 raise SpecError(
                     f"{source}: members[{i}]: unknown worker {member!r} "
@@ -104,7 +109,11 @@ def _format(exc: ValidationError, source: str) -> str:
 
 def _loc(loc: tuple[int | str, ...]) -> str:
     out = ""
+    previous: int | str | None = None
     for part in loc:
+        if part in ("agent", "team") and isinstance(previous, int):
+            continue  # the tag of the agent-or-team union, not a field
+        previous = part
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from teamgraph.specs.agent import AgentSpec
 
-Pattern = Literal["workflow"]
+Pattern = Literal["workflow", "supervisor", "swarm", "collaborative", "single"]
 Synthesizer = Literal["concat", "llm"]
 
 
@@ -53,6 +61,49 @@ DEFAULT_SENSITIVE_PATTERNS = [
 ]
 
 
+class SupervisorOptions(BaseModel):
+    """Options of the ``supervisor`` pattern."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_turns: int = Field(default=10, ge=1, le=200, description="Supervisor decisions per run.")
+    output_mode: Literal["last_message", "full_history"] = Field(
+        default="last_message",
+        description="What a worker adds to the shared transcript: its answer or its whole history.",
+    )
+
+
+class SwarmOptions(BaseModel):
+    """Options of the ``swarm`` pattern."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_agent: str | None = Field(default=None, description="Who takes a new thread.")
+    max_handoffs: int = Field(default=10, ge=1, le=200, description="Handoffs per user turn.")
+
+
+class CollaborativeOptions(BaseModel):
+    """Options of the ``collaborative`` pattern: which member plays which role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    planner: str | None = None
+    researcher: str | None = None
+    writer: str | None = None
+    reviewer: str | None = None
+    max_iterations: int = Field(default=3, ge=1, le=20, description="Write/review rounds.")
+
+
+class Budget(BaseModel):
+    """Limits per run, enforced across nested teams and parallel branches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_usd: float | None = Field(default=None, gt=0)
+    max_model_calls: int | None = Field(default=None, ge=1)
+
+
 class ApprovalOptions(BaseModel):
     """Which tool calls need a human's approval: named tools, plus name patterns."""
 
@@ -94,9 +145,16 @@ class TeamSpec(BaseModel):
     pattern: Pattern = "workflow"
     model: str = "offline"
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
-    members: list[AgentSpec] = Field(min_length=1)
+    members: list[Member] = Field(min_length=1)
     knowledge: list[str] = Field(default_factory=list, description="Paths indexed for search_docs")
     workflow: WorkflowOptions = Field(default_factory=WorkflowOptions)
+    supervisor: SupervisorOptions = Field(default_factory=SupervisorOptions)
+    swarm: SwarmOptions = Field(default_factory=SwarmOptions)
+    collaborative: CollaborativeOptions = Field(default_factory=CollaborativeOptions)
+    clarify: bool = Field(
+        default=False, description="Ask the user a question first when a request is too vague."
+    )
+    budget: Budget = Field(default_factory=Budget)
     approvals: ApprovalOptions = Field(default_factory=ApprovalOptions)
     mcp_servers: dict[str, McpServer] = Field(
         default_factory=dict, description="MCP servers whose tools members name mcp:<server>/<tool>"
@@ -123,20 +181,30 @@ class TeamSpec(BaseModel):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"members: duplicate member name {dupes[0]!r}")
-        default = self.workflow.default_worker
-        if default is not None and default not in names:
-            raise ValueError(
-                f"workflow.default_worker {default!r} is not a member; members: {', '.join(names)}"
-            )
+        known = ", ".join(names)
+        for field, value in self._member_references():
+            if value is not None and value not in names:
+                raise ValueError(f"{field} {value!r} is not a member; members: {known}")
         for member in self.members:
-            for target in member.can_handoff_to:
+            for target in getattr(member, "can_handoff_to", []):
                 if target not in names:
                     raise ValueError(
                         f"members: {member.name!r} can_handoff_to unknown worker {target!r}"
                     )
         return self
 
-    def member(self, name: str) -> AgentSpec:
+    def _member_references(self) -> list[tuple[str, str | None]]:
+        roles = self.collaborative
+        return [
+            ("workflow.default_worker", self.workflow.default_worker),
+            ("swarm.default_agent", self.swarm.default_agent),
+            ("collaborative.planner", roles.planner),
+            ("collaborative.researcher", roles.researcher),
+            ("collaborative.writer", roles.writer),
+            ("collaborative.reviewer", roles.reviewer),
+        ]
+
+    def member(self, name: str) -> AgentSpec | TeamSpec:
         for member in self.members:
             if member.name == name:
                 return member
@@ -145,3 +213,16 @@ class TeamSpec(BaseModel):
     @property
     def default_worker(self) -> str:
         return self.workflow.default_worker or self.members[0].name
+
+
+def _member_kind(value: Any) -> str:
+    if isinstance(value, TeamSpec) or (isinstance(value, dict) and "members" in value):
+        return "team"
+    return "agent"
+
+
+Member = Annotated[
+    Annotated[AgentSpec, Tag("agent")] | Annotated[TeamSpec, Tag("team")],
+    Discriminator(_member_kind),
+]
+TeamSpec.model_rebuild()
