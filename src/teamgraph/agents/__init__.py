@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from teamgraph.agents.base import AgentOutcome, AgentTurn
+from teamgraph.agents.base import AgentExtras, AgentOutcome, AgentTurn
 from teamgraph.agents.codeact import run_codeact_agent
 from teamgraph.agents.function import run_function_agent
 from teamgraph.agents.react import run_react_agent
@@ -19,15 +19,20 @@ RUNNERS = {
 
 
 async def run_agent(
-    agent: AgentSpec, prompt: str, ctx: RunContext, step_id: str | None = None
+    agent: AgentSpec,
+    prompt: str,
+    ctx: RunContext,
+    step_id: str | None = None,
+    extras: AgentExtras | None = None,
 ) -> AgentOutcome:
-    """Run ``agent`` on ``prompt`` with the loop of its kind, then shape its structured output."""
-    outcome = await RUNNERS[agent.kind](agent, prompt, ctx, step_id)
-    if agent.output_schema is None:
+    """Run ``agent`` on ``prompt`` with the loop of its kind, then shape its structured output.
+    ``extras`` carries the conversation so far and pattern tools (handoffs)."""
+    outcome = await RUNNERS[agent.kind](agent, prompt, ctx, step_id, extras)
+    if agent.output_schema is None or outcome.handoff:
         return outcome
     model, model_name = ctx.models.for_agent(ctx.team, agent)
     turn = AgentTurn(agent, ctx, model, model_name, outcome.messages, step_id)
     return await structured_answer(turn, outcome)
 
 
-__all__ = ["RUNNERS", "AgentOutcome", "run_agent"]
+__all__ = ["RUNNERS", "AgentExtras", "AgentOutcome", "run_agent"]

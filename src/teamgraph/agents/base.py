@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -35,6 +35,15 @@ class AgentOutcome:
     output: str
     messages: list[BaseMessage]
     structured: Any = None
+    handoff: str | None = None  # the agent handed control to this agent (swarm)
+
+
+@dataclass
+class AgentExtras:
+    """What a pattern adds to one agent call: earlier conversation, extra tools (handoffs)."""
+
+    history: list[BaseMessage] = field(default_factory=list)
+    tools: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -75,6 +84,10 @@ class AgentTurn:
         await self.ctx.ledger.record(key, json.dumps(message_to_dict(reply)))
         return reply
 
+    def handoff(self, target: str) -> AgentOutcome:
+        """The agent transferred control to ``target`` (its last messages are the handoff)."""
+        return AgentOutcome("", self.messages, handoff=target)
+
     def finish(self, output: str) -> AgentOutcome:
         self.ctx.emit(
             AgentMessage,
@@ -87,10 +100,16 @@ class AgentTurn:
 
 
 def first_messages(
-    agent: AgentSpec, prompt: str, ctx: RunContext, system: str
+    agent: AgentSpec,
+    prompt: str,
+    ctx: RunContext,
+    system: str,
+    history: list[BaseMessage] | None = None,
 ) -> list[BaseMessage]:
-    """System prompt, then the task — with the shared state prompt applied exactly once."""
-    return [SystemMessage(system), HumanMessage(apply_state_prompt(prompt, ctx))]
+    """System prompt, earlier conversation, then the task — with the shared state prompt applied
+    exactly once, to the task."""
+    earlier = [m for m in history or [] if not isinstance(m, SystemMessage)]
+    return [SystemMessage(system), *earlier, HumanMessage(apply_state_prompt(prompt, ctx))]
 
 
 def apply_state_prompt(msg: str, ctx: RunContext) -> str:

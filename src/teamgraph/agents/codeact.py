@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from teamgraph import prompts
 from teamgraph.agents.base import (
+    AgentExtras,
     AgentOutcome,
     AgentTurn,
     answer_at_limit,
@@ -36,13 +37,23 @@ def extract_code(text: str) -> str | None:
 
 
 async def run_codeact_agent(
-    agent: AgentSpec, prompt: str, ctx: RunContext, step_id: str | None = None
+    agent: AgentSpec,
+    prompt: str,
+    ctx: RunContext,
+    step_id: str | None = None,
+    extras: AgentExtras | None = None,
 ) -> AgentOutcome:
     model, model_name = ctx.models.for_agent(ctx.team, agent)
-    toolbox = Toolbox(ctx.tools_for(agent), ctx, agent.name, step_id)
+    extras = extras or AgentExtras()
+    toolbox = Toolbox([*ctx.tools_for(agent), *extras.tools], ctx, agent.name, step_id)
     system = prompts.codeact_system(worker_system(agent), toolbox.describe())
     turn = AgentTurn(
-        agent, ctx, model, model_name, first_messages(agent, prompt, ctx, system), step_id
+        agent,
+        ctx,
+        model,
+        model_name,
+        first_messages(agent, prompt, ctx, system, extras.history),
+        step_id,
     )
     warned = False
     for iteration in range(agent.max_iterations):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from teamgraph.agents.base import (
+    AgentExtras,
     AgentOutcome,
     AgentTurn,
     answer_at_limit,
@@ -20,20 +21,20 @@ from teamgraph.specs.agent import AgentSpec
 
 
 async def run_function_agent(
-    agent: AgentSpec, prompt: str, ctx: RunContext, step_id: str | None = None
+    agent: AgentSpec,
+    prompt: str,
+    ctx: RunContext,
+    step_id: str | None = None,
+    extras: AgentExtras | None = None,
 ) -> AgentOutcome:
-    """Call the model; run the tools it asks for; repeat until it answers or hits the limit."""
+    """Call the model; run the tools it asks for; repeat until it answers, hands off, or hits
+    the limit."""
+    extras = extras or AgentExtras()
     model, model_name = ctx.models.for_agent(ctx.team, agent)
-    tools = ctx.tools_for(agent)
+    tools = [*ctx.tools_for(agent), *extras.tools]
     toolbox = Toolbox(tools, ctx, agent.name, step_id)
-    turn = AgentTurn(
-        agent,
-        ctx,
-        model,
-        model_name,
-        first_messages(agent, prompt, ctx, worker_system(agent)),
-        step_id,
-    )
+    messages = first_messages(agent, prompt, ctx, worker_system(agent), extras.history)
+    turn = AgentTurn(agent, ctx, model, model_name, messages, step_id)
     bound = model.bind_tools(tools) if tools else model
     warned = False
     for _ in range(agent.max_iterations):
@@ -41,10 +42,13 @@ async def run_function_agent(
         turn.messages.append(reply)
         if reply.tool_calls:
             key = turn.key
+            calls = reply.tool_calls
             results = await asyncio.gather(
-                *(toolbox.call_message(c, f"{key}.t{i}") for i, c in enumerate(reply.tool_calls))
+                *(toolbox.call_message(c, f"{key}.t{i}") for i, c in enumerate(calls))
             )
             turn.messages.extend(results)
+            if toolbox.handoff:
+                return turn.handoff(toolbox.handoff)
         elif reply.text.strip():
             return turn.finish(reply.text)
         else:

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from teamgraph import prompts
 from teamgraph.agents.base import (
+    AgentExtras,
     AgentOutcome,
     AgentTurn,
     answer_at_limit,
@@ -72,13 +73,23 @@ def _arguments(raw: str, single: str | None) -> dict[str, Any]:
 
 
 async def run_react_agent(
-    agent: AgentSpec, prompt: str, ctx: RunContext, step_id: str | None = None
+    agent: AgentSpec,
+    prompt: str,
+    ctx: RunContext,
+    step_id: str | None = None,
+    extras: AgentExtras | None = None,
 ) -> AgentOutcome:
     model, model_name = ctx.models.for_agent(ctx.team, agent)
-    toolbox = Toolbox(ctx.tools_for(agent), ctx, agent.name, step_id)
+    extras = extras or AgentExtras()
+    toolbox = Toolbox([*ctx.tools_for(agent), *extras.tools], ctx, agent.name, step_id)
     system = prompts.react_system(worker_system(agent), toolbox.describe(), toolbox.names)
     turn = AgentTurn(
-        agent, ctx, model, model_name, first_messages(agent, prompt, ctx, system), step_id
+        agent,
+        ctx,
+        model,
+        model_name,
+        first_messages(agent, prompt, ctx, system, extras.history),
+        step_id,
     )
     singles = _single_string_args(toolbox)
     warned = False
@@ -101,6 +112,8 @@ async def run_react_agent(
             step.tool, step.args, f"react_{turn.calls}", f"{turn.key}.t0"
         )
         turn.messages.append(HumanMessage(f"Observation: {result}"))
+        if toolbox.handoff:
+            return turn.handoff(toolbox.handoff)
     return await answer_at_limit(turn, _as_is)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.types import Command
 from pydantic import BaseModel
 
 from teamgraph.errors import ApprovalPending
@@ -31,6 +32,7 @@ class Toolbox:
     ) -> None:
         self.tools = {t.name: t for t in tools}
         self.ctx, self.agent, self.step_id = ctx, agent, step_id
+        self.handoff: str | None = None  # set when a tool returned Command(goto=...)
 
     @property
     def names(self) -> list[str]:
@@ -54,10 +56,11 @@ class Toolbox:
         self._emit(ToolCalled, name, call_id=call_id, args=args)
         saved = await self.ctx.ledger.recall(key)
         if saved is not None:
-            content, is_error = json.loads(saved)
+            content, is_error, goto = json.loads(saved)
         else:
-            content, is_error = await self._invoke(name, args, call_id, key)
-            await self.ctx.ledger.record(key, json.dumps([content, is_error]))
+            content, is_error, goto = await self._invoke(name, args, call_id, key)
+            await self.ctx.ledger.record(key, json.dumps([content, is_error, goto]))
+        self.handoff = goto or self.handoff
         self._emit(ToolReturned, name, call_id=call_id, output=content, is_error=is_error)
         return str(content), bool(is_error)
 
@@ -74,22 +77,25 @@ class Toolbox:
 
     async def _invoke(
         self, name: str, args: dict[str, Any], call_id: str, key: str
-    ) -> tuple[str, bool]:
+    ) -> tuple[str, bool, str | None]:
         tool = self.tools.get(name)
         if tool is None:
-            return f"Tool {name} not found. Available: {', '.join(self.names) or 'none'}", True
+            names = ", ".join(self.names) or "none"
+            return f"Tool {name} not found. Available: {names}", True, None
         if self._sensitive(tool):
             decision = self._decision(name, args, call_id, key)
             if decision.get("action") == "reject":
                 comment = decision.get("comment") or "no reason given"
-                return f"The user rejected this call to {name}: {comment}", True
+                return f"The user rejected this call to {name}: {comment}", True, None
             if decision.get("action") == "edit":
                 args = dict(decision.get("args") or {})
         try:
             result = await tool.ainvoke(self._with_state(tool, args))
         except Exception as exc:  # a tool's failure is the agent's information, not a crash
-            return f"Error: {type(exc).__name__}: {exc}", True
-        return as_text(result), False
+            return f"Error: {type(exc).__name__}: {exc}", True, None
+        if isinstance(result, Command) and isinstance(result.goto, str):
+            return f"Successfully transferred to {result.goto}", False, result.goto
+        return as_text(result), False, None
 
     def _decision(self, name: str, args: dict[str, Any], call_id: str, key: str) -> dict[str, Any]:
         """The human's decision on this call, or pause the run to ask for one."""

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from teamgraph.agents import AgentOutcome, run_agent
+from teamgraph.agents import AgentExtras, AgentOutcome, run_agent
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
 
 
 async def run_member(
-    member: AgentSpec | TeamSpec, prompt: str, ctx: RunContext, step_id: str | None = None
+    member: AgentSpec | TeamSpec,
+    prompt: str,
+    ctx: RunContext,
+    step_id: str | None = None,
+    extras: AgentExtras | None = None,
 ) -> AgentOutcome:
     """An agent runs its loop; a nested team runs its own graph as a subgraph of this one, with
     events under its own path, and hands back its final output."""
     if isinstance(member, AgentSpec):
-        return await run_agent(member, prompt, ctx, step_id)
+        return await run_agent(member, prompt, ctx, step_id, extras)
     from teamgraph.patterns import build
 
     graph = build(member)
