@@ -60,9 +60,11 @@ class Runner:
         model: BaseChatModel | None = None,
         registry: ToolRegistry | None = None,
         ledger: StepLedger | None = None,
+        user_id: str = "default",
     ) -> None:
         self.team = team
         self.backend = backend
+        self.user_id = user_id
         self.settings = settings or Settings()
         self.models = ModelProvider(self.settings, models, model)
         self.registry = registry or builtin_registry()
@@ -211,7 +213,13 @@ class Runner:
             emitter=emitter,
             models=self.models,
             tools=self.registry,
-            tool_resources=ToolResources(knowledge=self.backend.knowledge),
+            tool_resources=ToolResources(
+                knowledge=self.backend.knowledge,
+                store=self.backend.store,
+                notes_namespace=("teamgraph", "notes", self.team.name, self.user_id),
+            ),
+            store=self.backend.store,
+            user_id=self.user_id,
             ledger=self.ledger,
             usage=UsageTracker(self.prices, self.team.budget),
             templates=self.templates,

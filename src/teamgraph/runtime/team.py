@@ -36,6 +36,7 @@ class Team:
         model: BaseChatModel | None = None,
         registry: ToolRegistry | None = None,
         tools: Sequence[BaseTool] = (),
+        user_id: str = "default",
     ) -> None:
         self.registry = registry or builtin_registry()
         for tool in tools:  # Python tools (e.g. ``@tool`` functions), referenced by name
@@ -45,6 +46,7 @@ class Team:
         self.settings = settings or Settings()
         self.models = models
         self.model = model
+        self.user_id = user_id  # namespaces shared notes (save_note / search_notes)
 
     @classmethod
     def from_yaml(cls, path: str | Path, **options: Any) -> Team:
@@ -67,6 +69,7 @@ class Team:
                 models=self.models,
                 model=self.model,
                 registry=self.registry,
+                user_id=self.user_id,
             )
 
     async def run(self, request: str, **options: Any) -> RunResult:

@@ -17,6 +17,8 @@ class ToolResources:
     """What tool factories may need from the running system."""
 
     knowledge: Any = None  # teamgraph.knowledge.KnowledgeBase, when the team has one
+    store: Any = None  # a LangGraph BaseStore for shared notes
+    notes_namespace: tuple[str, ...] = ("teamgraph", "notes")
 
 
 ToolFactory = Callable[[ToolResources], BaseTool]
@@ -64,6 +66,17 @@ def import_tool(reference: str) -> BaseTool:
     raise ToolNotFound(f"tool {reference!r} is neither a LangChain tool nor a function")
 
 
+def _note_tool(index: int) -> ToolFactory:
+    def factory(resources: ToolResources) -> BaseTool:
+        from teamgraph.tools.notes import make_note_tools
+
+        if resources.store is None:
+            raise ToolNotFound("save_note and search_notes need a store; none is configured")
+        return make_note_tools(resources.store, resources.notes_namespace)[index]
+
+    return factory
+
+
 def builtin_registry() -> ToolRegistry:
     """The registry with teamgraph's built-in tools."""
     from teamgraph.tools.library import register_library
@@ -77,5 +90,7 @@ def builtin_registry() -> ToolRegistry:
         return make_search_docs_tool(resources.knowledge)
 
     registry.register("search_docs", search_docs)
+    for index, name in enumerate(("save_note", "search_notes")):
+        registry.register(name, _note_tool(index))
     register_library(registry)
     return registry
