@@ -122,3 +122,16 @@ def structured_retry(error: str) -> str:
         f"Your structured output was invalid: {error}\nReturn corrected structured output that "
         "matches the schema."
     )
+
+
+MODERATOR_HEADER = "You are the moderator of the team"
+
+
+def moderator_system(team: str, members: list[tuple[str, str]]) -> str:
+    listed = "\n".join(f"- {name}: {desc}" for name, desc in members)
+    return (
+        f"{MODERATOR_HEADER} {team!r}. Before the team starts, decide whether the user's request "
+        "is clear enough to act on. Ask one short clarifying question only when the request is "
+        "too vague or ambiguous to plan (for example it names no subject, or could mean very "
+        f"different things). The team:\n{listed}"
+    )

@@ -32,6 +32,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from teamgraph import prompts
 from teamgraph.llm._extractive import Source, extractive_answer, search_query, split_blocks
+from teamgraph.llm._moderation import moderate
 from teamgraph.llm._protocols import codeact_reply, react_reply
 from teamgraph.planning.routing import WorkerInfo, overlap_score
 from teamgraph.planning.rules import decompose
@@ -114,6 +115,8 @@ def respond(
     humans = [_text(m) for m in messages if isinstance(m, HumanMessage)]
     if system.startswith(prompts.PLANNER_HEADER):
         reply = _plan_reply(system, humans[0] if humans else "")
+    elif system.startswith(prompts.MODERATOR_HEADER) and tools:
+        reply = moderate(humans[-1] if humans else "", tools[0])
     elif system.startswith(prompts.SYNTHESIZER_HEADER):
         reply = _synth_reply(humans[-1] if humans else "")
     elif prompts.REACT_HEADER in system and humans:

@@ -20,5 +20,9 @@ def build(
     """The compiled graph of ``team``'s pattern (a nested team compiles without a checkpointer
     and so inherits its parent's)."""
     module = importlib.import_module(f"teamgraph.patterns.{team.pattern}")
-    graph: CompiledStateGraph[Any, Any, Any, Any] = module.build(team, checkpointer)
-    return graph
+    if not team.clarify:
+        graph: CompiledStateGraph[Any, Any, Any, Any] = module.build(team, checkpointer)
+        return graph
+    from teamgraph.patterns.moderator import gate
+
+    return gate(team, module.build(team, None), checkpointer)

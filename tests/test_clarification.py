@@ -1,0 +1,45 @@
+"""The clarification gate: a vague request pauses with a question; the answer joins the request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from teamgraph import UsageError
+from teamgraph.llm._moderation import is_vague
+from teamgraph.runtime.team import Team
+
+from .helpers import by_type
+
+
+def _team(settings: Any) -> Team:
+    spec = {"name": "desk", "clarify": True, "members": ["researcher", "writer"]}
+    return Team.from_dict(spec, settings=settings)
+
+
+def test_offline_vagueness_rule() -> None:
+    assert is_vague("help") and is_vague("do something") and is_vague("帮我")
+    assert not is_vague("Compare PostgreSQL and MongoDB on cost")
+
+
+async def test_a_vague_request_pauses_and_resumes_with_the_answer(settings: Any) -> None:
+    async with _team(settings).runner() as runner:
+        events = [e async for e in runner.stream("help me", run_id="c1")]
+        question = by_type(events, "clarification_requested")
+        assert question and "say more" in question[0].question
+        assert (await runner.backend.runs.get("c1")).status == "interrupted"
+        assert [p["type"] for p in await runner.pending("c1")] == ["clarification"]
+        with pytest.raises(UsageError, match="waits for an answer"):
+            _ = [e async for e in runner.resume_stream("c1")]
+        resumed = [e async for e in runner.resume_stream(
+            "c1", answer="compare PostgreSQL and MongoDB security")]
+        result = await runner.result("c1")
+    assert result.status == "completed"
+    plan = by_type(resumed, "plan_created")[0]  # planned from the clarified request
+    assert any("PostgreSQL" in step["task"] for step in plan.steps)
+
+
+async def test_a_clear_request_goes_straight_to_planning(settings: Any) -> None:
+    result = await _team(settings).run("Compare PostgreSQL and MongoDB on security and cost")
+    assert result.status == "completed" and result.planner_tier == "llm"
