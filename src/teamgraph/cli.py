@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from teamgraph.cli_pauses import ask, how_to_resume, resume_options
 from teamgraph.config import Settings
 from teamgraph.errors import TeamgraphError
 from teamgraph.events import Event
@@ -33,7 +34,14 @@ app = typer.Typer(
 )
 console = Console()
 err = Console(stderr=True)
-EXIT = {"completed": 0, "completed_with_errors": 3, "failed": 1, "cancelled": 130}
+EXIT = {
+    "completed": 0,
+    "completed_with_errors": 3,
+    "failed": 1,
+    "cancelled": 130,
+    "interrupted": 4,
+    "budget_exceeded": 5,
+}
 STATE_STYLE = {
     "waiting": "cyan",
     "pending": "dim",
@@ -70,6 +78,12 @@ def run(
         str, typer.Option(help="Output: 'table' (live) or 'jsonl' (one event per line).")
     ] = "table",
     db: DbOption = None,
+    no_input: Annotated[
+        bool,
+        typer.Option(
+            "--no-input", help="Never prompt: a paused run exits (code 4), resumable with `resume`."
+        ),
+    ] = False,
 ) -> None:
     """Run a team on a request, showing a live table of steps and the final report."""
     settings = _settings(db)
@@ -82,7 +96,7 @@ def run(
         async for event in runner.stream(request, template=template, thread_id=thread):
             yield event
 
-    raise typer.Exit(_drive(spec_team, source, events))
+    raise typer.Exit(_drive(spec_team, source, events, interactive=not no_input))
 
 
 @app.command()
@@ -90,8 +104,15 @@ def resume(
     run_id: Annotated[str, typer.Argument(help="Id of the interrupted run.")],
     events: Annotated[str, typer.Option(help="'table' or 'jsonl'.")] = "table",
     db: DbOption = None,
+    answer: Annotated[str | None, typer.Option(help="Answer to the run's question.")] = None,
+    approve: Annotated[bool, typer.Option("--approve", help="Approve the pending calls.")] = False,
+    reject: Annotated[bool, typer.Option("--reject", help="Reject the pending calls.")] = False,
+    comment: Annotated[str, typer.Option(help="Why (with --reject).")] = "",
+    edit: Annotated[str | None, typer.Option(help="Run the call with these JSON args.")] = None,
+    no_input: Annotated[bool, typer.Option("--no-input", help="Never prompt.")] = False,
 ) -> None:
-    """Finish an interrupted run without re-running the steps it had completed."""
+    """Finish an interrupted or paused run without redoing what it had completed."""
+    options = resume_options(answer, approve, reject, comment, edit)
     settings = _settings(db)
     try:
         row = asyncio.run(_get_run(settings, run_id))
@@ -100,10 +121,10 @@ def resume(
         raise _fail(exc) from None
 
     async def source(runner: Runner) -> AsyncIterator[Event]:
-        async for event in runner.resume_stream(run_id):
+        async for event in runner.resume_stream(run_id, **options):
             yield event
 
-    raise typer.Exit(_drive(team, source, events))
+    raise typer.Exit(_drive(team, source, events, interactive=not no_input))
 
 
 async def _get_run(settings: Settings, run_id: str) -> dict[str, Any]:
@@ -112,24 +133,38 @@ async def _get_run(settings: Settings, run_id: str) -> dict[str, Any]:
         return {"team_spec": row.team_spec}
 
 
-def _drive(team: Team, source: Callable[[Runner], AsyncIterator[Event]], mode: str) -> int:
+def _drive(
+    team: Team,
+    source: Callable[[Runner], AsyncIterator[Event]],
+    mode: str,
+    interactive: bool = True,
+) -> int:
     if mode not in ("table", "jsonl"):
         raise _fail(ValueError(f"--events must be 'table' or 'jsonl', not {mode!r}"))
     view = RunView()
 
+    async def consume(events: AsyncIterator[Event]) -> None:
+        if mode == "table":
+            await _live(events, view)
+            return
+        async for event in events:
+            view.apply(event)
+            sys.stdout.write(event.model_dump_json() + "\n")
+            sys.stdout.flush()
+
     async def main() -> None:
         async with team.runner() as runner:
-            if mode == "jsonl":
-                async for event in source(runner):
-                    view.apply(event)
-                    sys.stdout.write(event.model_dump_json() + "\n")
-                    sys.stdout.flush()
-            else:
-                await _live(source(runner), view)
+            await consume(source(runner))
+            while view.status == "interrupted":
+                pending = await runner.pending(view.run_id)
+                if not interactive:
+                    err.print(escape(how_to_resume(view.run_id, pending)))
+                    return
+                await consume(runner.resume_stream(view.run_id, **ask(err, pending)))
 
     try:
         asyncio.run(main())
-    except TeamgraphError as exc:
+    except (TeamgraphError, EOFError) as exc:
         raise _fail(exc) from None
     if mode == "table":
         _report(view)

@@ -34,6 +34,7 @@ from teamgraph import prompts
 from teamgraph.llm._extractive import Source, extractive_answer, search_query, split_blocks
 from teamgraph.llm._moderation import moderate
 from teamgraph.llm._protocols import codeact_reply, react_reply
+from teamgraph.llm._supervision import supervisor_reply
 from teamgraph.planning.routing import WorkerInfo, overlap_score
 from teamgraph.planning.rules import decompose
 
@@ -119,6 +120,8 @@ def respond(
         reply = moderate(humans[-1] if humans else "", tools[0])
     elif system.startswith(prompts.SYNTHESIZER_HEADER):
         reply = _synth_reply(humans[-1] if humans else "")
+    elif system.startswith(prompts.SUPERVISOR_HEADER) and tools and tool_choice:
+        reply = supervisor_reply(messages, tools)
     elif prompts.REACT_HEADER in system and humans:
         reply = AIMessage(react_reply(system, humans, fill_arguments, _sections))
     elif prompts.CODEACT_HEADER in system and humans:
@@ -161,7 +164,7 @@ def _agent_reply(
     forced = _forced_tool(tools, tool_choice)
     if forced is not None:
         return _call(forced, task, context)
-    if tools and not results:
+    if tools and not _called_tools(messages):
         chosen = _choose_tool(task, tools)
         if chosen is not None:
             return _call(chosen, task, context)
@@ -169,11 +172,19 @@ def _agent_reply(
     return AIMessage(content=extractive_answer(task, sources))
 
 
+def _called_tools(messages: Sequence[BaseMessage]) -> bool:
+    """Whether tools already answered in this turn (successfully or not): then answer."""
+    last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    return any(isinstance(m, ToolMessage) for m in messages[last_human + 1 :])
+
+
 def _tool_results(messages: Sequence[BaseMessage]) -> list[Source]:
     last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
     results: list[Source] = []
     for message in messages[last_human + 1 :]:
-        if isinstance(message, ToolMessage) and message.status != "error":
+        if isinstance(message, ToolMessage) and message.status == "error":
+            results.append(Source(f"{message.name or 'tool'} (error)", _text(message)))
+        elif isinstance(message, ToolMessage):
             results.extend(split_blocks(message.name or "tool", _text(message)))
     return results
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from teamgraph.events import (
+    ApprovalRequested,
     BaseEvent,
+    ClarificationRequested,
     PlanCreated,
     Resumed,
     RunCompleted,
@@ -65,6 +67,16 @@ class RunView:
 
     def _on_Resumed(self, e: Resumed) -> None:
         self.done_before_resume = list(e.completed_steps)
+        self.status = "running"
+
+    def _on_ApprovalRequested(self, e: ApprovalRequested) -> None:
+        self.status = "interrupted"
+        if e.step_id and e.step_id in self.steps:
+            self.steps[e.step_id].state = "waiting"
+            self.steps[e.step_id].detail = f"waits for approval of {e.tool}"
+
+    def _on_ClarificationRequested(self, e: ClarificationRequested) -> None:
+        self.status = "interrupted"
 
     def _on_StepStarted(self, e: StepStarted) -> None:
         step = self._step(e.step_id, e.worker)
