@@ -280,10 +280,5 @@ def test_a_resumed_and_finished_run_cannot_be_resumed_again(crash: Crash) -> Non
     assert "already ended" in " ".join(result.output.split())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runs.last_seq is only saved when a run ends (Runner._save), so after a hard kill "
-    "the resumed stream restarts seq at 1 and reuses seq numbers of the first attempt",
-)
 def test_resumed_events_continue_the_runs_seq(crash: Crash) -> None:
     assert min(e.seq for e in crash.after) > max(e.seq for e in crash.before)

@@ -22,7 +22,13 @@ E = TypeVar("E", bound=BaseEvent)
 
 
 class Emitter:
-    """Stamps events with the run id, the next ``seq`` and a path, and hands them to a sink."""
+    """Stamps events with the run id, the next ``seq`` and a path, and hands them to a sink.
+
+    ``seq`` must keep increasing across a crash, so the emitter reserves numbers ahead in blocks
+    (``reserve(upto)`` persists the high-water mark, asynchronously, half a block early); a
+    resumed run starts above anything the crashed process could have emitted."""
+
+    BLOCK = 1000
 
     def __init__(
         self,
@@ -30,14 +36,20 @@ class Emitter:
         sink: Callable[[BaseEvent], None],
         start_seq: int = 0,
         parent_id: str | None = None,
+        reserve: Callable[[int], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self.sink = sink
         self.seq = start_seq
+        self.reserved = start_seq
         self.parent_id = parent_id
+        self.reserve = reserve
 
     def emit(self, cls: type[E], path: list[str], parent_id: str | None = None, **fields: Any) -> E:
         self.seq += 1
+        if self.reserve is not None and self.seq >= self.reserved - self.BLOCK // 2:
+            self.reserved = max(self.reserved, self.seq) + self.BLOCK
+            self.reserve(self.reserved)
         event = cls(
             run_id=self.run_id,
             seq=self.seq,

@@ -75,6 +75,7 @@ class Runner:
         )
         self.graph = patterns.build(team, backend.checkpointer)
         self._finished: dict[str, RunResult] = {}
+        self._reservations: set[asyncio.Task[None]] = set()  # seq high-water marks being saved
         self._mcp_loaded = False  # results of runs that ended in this process
 
     async def stream(
@@ -103,7 +104,7 @@ class Runner:
             status="running",
         )
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        ctx = self._context(run_id, thread_id, Emitter(run_id, queue.put_nowait))
+        ctx = self._context(run_id, thread_id, self._emitter(run_id, queue))
         ctx.emit(
             RunStarted,
             team=self.team.name,
@@ -148,7 +149,7 @@ class Runner:
         )
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        ctx = self._context(run_id, row.thread_id, Emitter(run_id, queue.put_nowait, row.last_seq))
+        ctx = self._context(run_id, row.thread_id, self._emitter(run_id, queue, row.last_seq))
         self._replay_preamble(ctx, snapshot.values, await self.ledger.load(run_id))
         await self.backend.runs.update(run_id, status="running")
         async for event in self._drive(command, ctx, queue):
@@ -225,6 +226,18 @@ class Runner:
             templates=self.templates,
         )
 
+    def _emitter(
+        self, run_id: str, queue: asyncio.Queue[BaseEvent | None], start_seq: int = 0
+    ) -> Emitter:
+        def reserve(upto: int) -> None:
+            task = asyncio.get_running_loop().create_task(
+                self.backend.runs.update(run_id, last_seq=upto)
+            )
+            self._reservations.add(task)
+            task.add_done_callback(self._reservations.discard)
+
+        return Emitter(run_id, queue.put_nowait, start_seq, reserve=reserve)
+
     def _config(self, thread_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
 
@@ -299,6 +312,7 @@ class Runner:
         )
 
     async def _save(self, ctx: RunContext, **fields: Any) -> None:
+        await asyncio.gather(*self._reservations)  # never let a late reservation overwrite this
         total = ctx.usage.total
         await self.backend.runs.update(
             ctx.run_id,
