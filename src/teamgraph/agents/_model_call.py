@@ -31,7 +31,7 @@ async def call_model(
     step_id: str | None = None,
 ) -> AIMessage:
     """Stream one reply, emitting ``token`` events; retry transient errors with backoff."""
-    ctx.usage.check()
+    ctx.usage.admit()
     try:  # the common case pays nothing for the retry machinery
         reply = await _stream_once(model, messages, ctx, agent, step_id)
     except Exception as exc:

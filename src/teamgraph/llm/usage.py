@@ -21,24 +21,31 @@ class UsageTracker:
         self.by_agent: dict[str, TokenUsage] = defaultdict(TokenUsage)
         self.by_step: dict[str, TokenUsage] = defaultdict(TokenUsage)
         self.total = TokenUsage()
-        self.model_calls = 0
+        self.model_calls = 0  # calls admitted so far (counted when they start)
+        self.exceeded: BudgetExceeded | None = None
 
-    def check(self) -> None:
-        """Raise :class:`BudgetExceeded` if the run has reached one of its limits."""
+    def admit(self) -> None:
+        """Count one model call about to start, or raise :class:`BudgetExceeded` if the run has
+        reached a limit (calls are counted when admitted, so parallel branches cannot overrun
+        ``max_model_calls``; tokens and dollars are known only after a call returns)."""
         b, t = self.budget, self.total
         if b.max_model_calls is not None and self.model_calls >= b.max_model_calls:
-            raise BudgetExceeded("max_model_calls", b.max_model_calls, self.model_calls)
+            self._over("max_model_calls", b.max_model_calls, self.model_calls)
         if b.max_tokens is not None and t.total_tokens >= b.max_tokens:
-            raise BudgetExceeded("max_tokens", b.max_tokens, t.total_tokens)
+            self._over("max_tokens", b.max_tokens, t.total_tokens)
         if b.max_usd is not None and t.cost_usd >= b.max_usd:
-            raise BudgetExceeded("max_usd", b.max_usd, round(t.cost_usd, 6))
+            self._over("max_usd", b.max_usd, round(t.cost_usd, 6))
+        self.model_calls += 1
+
+    def _over(self, limit: str, allowed: float, reached: float) -> None:
+        self.exceeded = BudgetExceeded(limit, allowed, reached)
+        raise self.exceeded
 
     def record(self, agent: str, step_id: str | None, model: str, reply: AIMessage) -> TokenUsage:
         meta = reply.usage_metadata
         i = meta["input_tokens"] if meta else 0
         o = meta["output_tokens"] if meta else 0
         usage = TokenUsage(input_tokens=i, output_tokens=o, cost_usd=self.prices.cost(model, i, o))
-        self.model_calls += 1
         self.add(agent, step_id, usage)
         return usage
 

@@ -24,4 +24,6 @@ async def run_member(
     graph = build(member)
     child = ctx.child(member, parent_id=step_id or ctx.team.name)
     final = await graph.ainvoke({"request": prompt}, context=child)
+    if final.get("status") == "budget_exceeded" and ctx.usage.exceeded is not None:
+        raise ctx.usage.exceeded  # the budget is the whole run's, not the nested team's
     return AgentOutcome(str(final.get("output", "")), [])

@@ -36,10 +36,11 @@ async def execute_plan(
         while True:
             await _skip_blocked(plan, states, records, ctx)
             reason = _stop_reason(states, ctx, over)
-            if reason:
+            if reason and (over is None or not running):  # a budget lets admitted steps finish
                 await _abort(plan, states, records, running, ctx, reason)
                 break
-            _start_ready(plan, states, records, running, ctx)
+            if not reason:
+                _start_ready(plan, states, records, running, ctx)
             if not running:
                 break
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
@@ -49,6 +50,7 @@ async def execute_plan(
                     outcome = task.result()
                 except BudgetExceeded as exc:
                     over = exc
+                    states[step_id] = "pending"  # never admitted a model call: skipped below
                     continue
                 if outcome is None:
                     states[step_id] = "waiting"  # paused until a human decides on a tool call

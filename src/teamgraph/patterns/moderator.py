@@ -30,7 +30,7 @@ async def clarifying_question(request: str, ctx: RunContext) -> str:
     """The question to ask, or ``""`` when the request is clear enough."""
     team = ctx.team
     model, name = ctx.models.for_role("moderator", team.model, team.model_kwargs)
-    ctx.usage.check()
+    ctx.usage.admit()
     runnable = model.with_structured_output(ClarityVerdict, include_raw=True)
     members = [(m.name, m.description) for m in team.members]
     system = prompts.moderator_system(team.name, members)

@@ -1,0 +1,79 @@
+"""Nested teams (three levels, event paths) and budgets (stop cleanly, keep what was done)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from teamgraph import Plan, Step
+from teamgraph.runtime.team import Team
+from teamgraph.testing import FunctionChatModel
+
+from .helpers import FAST_RETRY, by_type, run_collect, task_of
+
+LEAF = {"name": "leaf", "description": "the innermost team; writes", "members": ["writer"]}
+MIDDLE = {
+    "name": "middle",
+    "description": "a middle team that delegates writing",
+    "members": [LEAF],
+}
+TOP = {"name": "top", "members": [MIDDLE, "researcher"]}
+
+
+async def test_three_levels_of_nested_teams_with_event_paths(settings: Any) -> None:
+    team = Team.from_dict(TOP, settings=settings)
+    plan = Plan(steps=[Step(id="delegate", worker="middle", task="Write about PostgreSQL")])
+    result, events = await run_collect(team, "x", plan=plan)
+    assert result.status == "completed"
+    assert "Offline model" in result.step("delegate").output
+    paths = {tuple(e.path) for e in by_type(events, "agent_message")}
+    assert ("top", "middle", "leaf", "writer") in paths
+    assert all(e.run_id == result.run_id for e in events)  # one stream for the whole tree
+    plans = [(tuple(e.path), e.parent_id) for e in by_type(events, "plan_created")]
+    assert plans == [  # each nested team names the step it works for
+        (("top",), None),
+        (("top", "middle"), "delegate"),
+        (("top", "middle", "leaf"), "answer"),
+    ]
+
+
+def _slow_model(calls: list[str]) -> FunctionChatModel:
+    async def fn(messages: list[BaseMessage]) -> str:
+        step = task_of(messages)
+        calls.append(step)
+        await asyncio.sleep(0.05 if step != "task e" else 0.5)
+        return f"done {step}"
+
+    return FunctionChatModel(fn=fn)
+
+
+async def test_a_budget_stops_the_run_and_keeps_finished_steps(settings: Any) -> None:
+    calls: list[str] = []
+    spec = {
+        "name": "b",
+        "members": ["researcher"],
+        "budget": {"max_model_calls": 3},
+        "workflow": {"max_parallel": 2, "retry": FAST_RETRY},
+    }
+    team = Team.from_dict(spec, settings=settings, model=_slow_model(calls))
+    plan = Plan(steps=[Step(id=i, worker="researcher", task=f"task {i}") for i in "abcde"])
+    result, events = await run_collect(team, "x", plan=plan)
+    assert result.status == "budget_exceeded"
+    assert result.error == "budget exceeded: max_model_calls=3 reached (3)"
+    done = [s.id for s in result.steps if s.status == "done"]
+    assert len(done) == 3 and len(calls) == 3
+    skipped = [s for s in result.steps if s.status == "skipped"]
+    assert skipped and all("max_model_calls" in s.error for s in skipped)
+    for step_id in done:
+        assert f"done task {step_id}" in result.output
+    assert by_type(events, "run_completed")[0].status == "budget_exceeded"
+
+
+async def test_token_budget_is_shared_by_nested_teams(settings: Any) -> None:
+    spec = {**TOP, "budget": {"max_tokens": 50}}
+    team = Team.from_dict(spec, settings=settings)
+    plan = Plan(steps=[Step(id="delegate", worker="middle", task="Write about PostgreSQL")])
+    result, _ = await run_collect(team, "x", plan=plan)
+    assert result.status == "budget_exceeded" and "max_tokens=50" in result.error
