@@ -120,8 +120,9 @@ class Runner:
 
     async def _prepare(self) -> None:
         """Index the team's knowledge (incrementally) and load its MCP tools (once)."""
-        if self.team.knowledge:
-            await asyncio.to_thread(self.backend.knowledge.ingest, self.team.knowledge)
+        knowledge = sorted(set(_knowledge(self.team)))
+        if knowledge:
+            await asyncio.to_thread(self.backend.knowledge.ingest, knowledge)
         if self.team.mcp_servers and not self._mcp_loaded:
             for ref, tool in (await load_mcp_tools(self.team.mcp_servers)).items():
                 self.registry.add(tool, ref)
@@ -323,6 +324,15 @@ class Runner:
             usage_by_agent={k: v.model_dump() for k, v in ctx.usage.by_agent.items()},
             **{"finished_at": utcnow(), **fields},
         )
+
+
+def _knowledge(team: TeamSpec) -> list[str]:
+    """The knowledge paths of a team and of its nested teams."""
+    paths = list(team.knowledge)
+    for member in team.members:
+        if isinstance(member, TeamSpec):
+            paths += _knowledge(member)
+    return paths
 
 
 def _steps(plan: Mapping[str, Any] | None, records: Mapping[str, StepRecord]) -> list[StepResult]:

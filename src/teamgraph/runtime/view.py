@@ -52,6 +52,8 @@ class RunView:
 
     def apply(self, event: BaseEvent) -> None:
         self.run_id = event.run_id
+        if _nested(event):  # nested teams' plans and steps belong to their own views
+            return
         handler = getattr(self, f"_on_{type(event).__name__}", None)
         if handler is not None:
             handler(event)
@@ -110,3 +112,14 @@ class RunView:
         if step_id not in self.steps:
             self.steps[step_id] = StepView(step_id, worker, "")
         return self.steps[step_id]
+
+
+_STEP_EVENTS = (StepStarted, StepCompleted, StepFailed, StepSkipped)
+
+
+def _nested(event: BaseEvent) -> bool:
+    if isinstance(event, PlanCreated):
+        return len(event.path) > 1
+    if isinstance(event, _STEP_EVENTS):
+        return len(event.path) > 2
+    return False

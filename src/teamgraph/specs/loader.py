@@ -25,15 +25,7 @@ def load_team_file(path: str | Path, known_tools: Collection[str] | None = None)
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(raw, Mapping):
         raise SpecError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
-    data = dict(raw)
-    if isinstance(data.get("knowledge"), list):
-        data["knowledge"] = [_resolve(path.parent, p) for p in data["knowledge"]]
-    workflow = data.get("workflow")
-    if isinstance(workflow, Mapping) and isinstance(workflow.get("templates_dirs"), list):
-        data["workflow"] = {
-            **workflow,
-            "templates_dirs": [_resolve(path.parent, p) for p in workflow["templates_dirs"]],
-        }
+    data = _resolve_paths(dict(raw), path.parent)
     return team_from_dict(data, source=str(path), known_tools=known_tools)
 
 
@@ -85,6 +77,23 @@ def _expand_members(members: Any, source: str) -> Any:
         else:
             expanded.append(member)
     return expanded
+
+
+def _resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Make ``knowledge`` and ``workflow.templates_dirs`` relative to the YAML file, in nested
+    teams too."""
+    if isinstance(data.get("knowledge"), list):
+        data["knowledge"] = [_resolve(base, p) for p in data["knowledge"]]
+    workflow = data.get("workflow")
+    if isinstance(workflow, Mapping) and isinstance(workflow.get("templates_dirs"), list):
+        dirs = [_resolve(base, p) for p in workflow["templates_dirs"]]
+        data["workflow"] = {**workflow, "templates_dirs": dirs}
+    if isinstance(data.get("members"), list):
+        data["members"] = [
+            _resolve_paths(dict(m), base) if isinstance(m, Mapping) and "members" in m else m
+            for m in data["members"]
+        ]
+    return data
 
 
 def _resolve(base: Path, value: Any) -> Any:
