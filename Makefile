@@ -4,9 +4,18 @@ UV := .tools/bin/uv
 VENV := .venv
 REQUEST ?= Compare PostgreSQL and MongoDB on performance, security and cost
 
-.PHONY: setup demo test bench clean
+.PHONY: setup sandbox-tools demo test bench clean
 
-setup: $(VENV)/.synced
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+setup: $(VENV)/.synced sandbox-tools
+
+# The code sandbox needs bubblewrap (Debian's package); without it code execution is refused.
+sandbox-tools:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q bubblewrap >/dev/null; } || \
+	  echo "warning: could not install bubblewrap; sandboxed code execution will be refused"; }
 
 $(UV):
 	python3 -m venv .tools
@@ -27,6 +36,8 @@ test: setup
 
 bench: setup
 	$(VENV)/bin/python benchmarks/scheduling.py
+	$(VENV)/bin/python benchmarks/tools.py
+	$(VENV)/bin/python benchmarks/sandbox.py
 
 clean:
 	rm -rf .tools $(VENV) teamgraph.db

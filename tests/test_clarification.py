@@ -32,8 +32,12 @@ async def test_a_vague_request_pauses_and_resumes_with_the_answer(settings: Any)
         assert [p["type"] for p in await runner.pending("c1")] == ["clarification"]
         with pytest.raises(UsageError, match="waits for an answer"):
             _ = [e async for e in runner.resume_stream("c1")]
-        resumed = [e async for e in runner.resume_stream(
-            "c1", answer="compare PostgreSQL and MongoDB security")]
+        resumed = [
+            e
+            async for e in runner.resume_stream(
+                "c1", answer="compare PostgreSQL and MongoDB security"
+            )
+        ]
         result = await runner.result("c1")
     assert result.status == "completed"
     plan = by_type(resumed, "plan_created")[0]  # planned from the clarified request

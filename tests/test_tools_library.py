@@ -592,7 +592,15 @@ async def test_http_get_refused_connection_is_network_unavailable() -> None:
 
 # --- library registration -----------------------------------------------------------------------
 
-LIBRARY_NAMES = ["calculator", "current_time", "http_get", "stock_quote", "weather", "web_search"]
+LIBRARY_NAMES = [
+    "calculator",
+    "current_time",
+    "http_get",
+    "python",
+    "stock_quote",
+    "weather",
+    "web_search",
+]
 
 
 def test_register_library_builds_every_tool() -> None:

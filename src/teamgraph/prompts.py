@@ -135,3 +135,135 @@ def moderator_system(team: str, members: list[tuple[str, str]]) -> str:
         "too vague or ambiguous to plan (for example it names no subject, or could mean very "
         f"different things). The team:\n{listed}"
     )
+
+
+SUPERVISOR_HEADER = "You are the supervisor of the team"
+MEMBERS_HEADING = "## Members"
+TRANSCRIPT_HEADING = "## Transcript so far"
+DECISION_HEADING = "## Your decision"
+USER_SPEAKER = "user"
+SUPERVISOR_SPEAKER = "supervisor"
+
+
+def supervisor_system(team: str, members: Iterable[tuple[str, str]]) -> str:
+    """System prompt of the supervisor: its members (name and description) and how to decide."""
+    member_lines = "\n".join(f"- {name}: {desc}" for name, desc in members)
+    return (
+        f"{SUPERVISOR_HEADER} {team!r}. You do not do the work yourself: you delegate it to the "
+        "members below, read what they report, and decide when the user's request is answered."
+        f"\n\n{MEMBERS_HEADING}\n{member_lines}\n\n"
+        "## How to decide\n"
+        "Return one decision per turn:\n"
+        "- To delegate, list one or more `picks`, each a member name and self-contained "
+        "`instructions`, and set `finish` to false. Several picks run in parallel, so pick "
+        "several members at once only for independent work. Members see the transcript too.\n"
+        "- When the transcript answers the request, set `finish` to true, leave `picks` empty and "
+        "write the final `answer` for the user, using only what the members reported.\n"
+        "Say briefly why in `reasoning`. Pick only members listed above; if a member reports an "
+        "error, pick another member or finish with what you have."
+    )
+
+
+def transcript_entry(speaker: str, text: str) -> str:
+    """One entry of a transcript shown as text: ``### [speaker]`` then the text."""
+    return f"### [{speaker}]\n{text.strip()}"
+
+
+def supervisor_prompt(entries: Iterable[tuple[str, str]]) -> str:
+    """The transcript so far (``(speaker, text)`` pairs, oldest first) and the question."""
+    body = "\n\n".join(transcript_entry(s, t) for s, t in entries) or "(empty)"
+    return f"{TRANSCRIPT_HEADING}\n\n{body}\n\n{DECISION_HEADING}\nReturn your next decision."
+
+
+def delegation_speaker(member: str) -> str:
+    """Transcript speaker of the supervisor's instructions to ``member``."""
+    return f"{SUPERVISOR_SPEAKER} → {member}"
+
+
+def specialist_error(member: str, error: str) -> str:
+    """What the supervisor is told when a member raised instead of answering."""
+    return f"The {member} specialist encountered an error: {error}"
+
+
+def unknown_member(name: str, members: Iterable[str]) -> str:
+    """What the supervisor is told when it picked a name that is not a member."""
+    return (
+        f"Error: there is no member named {name!r}. Valid members: {', '.join(members)}. "
+        "Pick one of them, or finish."
+    )
+
+
+# --- swarm: handoffs between agents ---
+
+HANDOFF_HEADER = "The conversation was transferred to you"
+USER_REQUEST_HEADING = "## The user's latest message"
+
+
+def handoff_prompt(from_agent: str, request: str) -> str:
+    """What an agent reads when another agent hands it the conversation in the middle of a
+    turn: the conversation so far comes before it, the user's latest message is repeated."""
+    return (
+        f"{HANDOFF_HEADER} by {from_agent}. Continue it: answer the user's latest message "
+        "yourself, or transfer the conversation to a teammate better suited.\n\n"
+        f"{USER_REQUEST_HEADING}\n{request}"
+    )
+
+
+# --- collaborative: plan → research → write → review ---
+
+PLAN_INSTRUCTION = "Plan the answer to the request above:"
+WRITE_INSTRUCTION = "Write the answer to the request above,"
+REVIEW_HEADER = "Review the draft answer to this request:"
+REVIEW_VERDICT_TOOL = "ReviewVerdict"  # the reviewer's structured output (its schema's title)
+DRAFT_LABEL = "draft"  # the review prompt's last context block: the draft under review
+
+
+def _blocks(*pairs: tuple[str, str]) -> list[tuple[str, str]]:
+    return [(label, text.strip()) for label, text in pairs if text.strip()]
+
+
+def collab_plan_prompt(request: str) -> str:
+    return (
+        f"{request}\n\n{PLAN_INSTRUCTION} list the points it must cover, in order, in a few "
+        "short lines. Do not write the answer itself."
+    )
+
+
+def collab_research_prompt(request: str, plan: str, feedback: str = "") -> str:
+    task = (
+        f"{request}\n\nResearch the facts needed to answer the request above. Quote what you "
+        "find and name the source of every fact."
+    )
+    if feedback.strip():
+        task += " The reviewer asked for changes: find what they need."
+    return worker_prompt(task, _blocks(("plan", plan), ("reviewer feedback", feedback)))
+
+
+def collab_write_prompt(
+    request: str, plan: str, research: str, draft: str = "", feedback: str = ""
+) -> str:
+    task = (
+        f"{request}\n\n{WRITE_INSTRUCTION} following the plan and using the research below; "
+        "keep every claim traceable to the research."
+    )
+    if feedback.strip():
+        task += " Revise your previous draft so that it addresses all of the reviewer's feedback."
+    context = _blocks(
+        ("plan", plan),
+        ("research", research),
+        ("previous draft", draft),
+        ("reviewer feedback", feedback),
+    )
+    return worker_prompt(task, context)
+
+
+def collab_review_prompt(request: str, research: str, draft: str) -> str:
+    """The draft comes last, so everything after its heading is the draft."""
+    task = (
+        f"{REVIEW_HEADER} {request}\n\nCheck that the draft answers the request, is correct and "
+        "complete, and is supported by the research. Approve it when it is good enough; "
+        "otherwise say exactly what to change."
+    )
+    blocks = "\n\n".join(f"### {label}\n{text}" for label, text in _blocks(("research", research)))
+    head = f"{task}\n\n{CONTEXT_HEADING}\n\n" + (f"{blocks}\n\n" if blocks else "")
+    return f"{head}### {DRAFT_LABEL}\n{draft.strip()}"

@@ -31,6 +31,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from teamgraph import prompts
+from teamgraph.llm import _collab
 from teamgraph.llm._extractive import Source, extractive_answer, search_query, split_blocks
 from teamgraph.llm._moderation import moderate
 from teamgraph.llm._protocols import codeact_reply, react_reply
@@ -122,6 +123,8 @@ def respond(
         reply = _synth_reply(humans[-1] if humans else "")
     elif system.startswith(prompts.SUPERVISOR_HEADER) and tools and tool_choice:
         reply = supervisor_reply(messages, tools)
+    elif _collab.handles(messages, tools, tool_choice):  # swarm handoffs, review verdicts
+        reply = _collab.reply(messages, tools, tool_choice, respond)
     elif prompts.REACT_HEADER in system and humans:
         reply = AIMessage(react_reply(system, humans, fill_arguments, _sections))
     elif prompts.CODEACT_HEADER in system and humans:

@@ -41,7 +41,14 @@ def _current_time(resources: ToolResources) -> BaseTool:
     return make_current_time_tool()
 
 
+def _python(resources: ToolResources) -> BaseTool:
+    from teamgraph.tools.python_tool import make_python_tool
+
+    return make_python_tool()
+
+
 LIBRARY: dict[str, ToolFactory] = {
+    "python": _python,
     "calculator": _calculator,
     "http_get": _http_get,
     "web_search": _web_search,
@@ -52,7 +59,8 @@ LIBRARY: dict[str, ToolFactory] = {
 
 
 def register_library(registry: ToolRegistry) -> None:
-    """Register ``calculator``, ``http_get``, ``web_search``, ``weather``, ``stock_quote`` and
-    ``current_time`` (each built fresh per request; ``http_get`` allows any host)."""
+    """Register ``python`` (the sandbox), ``calculator``, ``http_get``, ``web_search``,
+    ``weather``, ``stock_quote`` and ``current_time`` (each built fresh per request;
+    ``http_get`` allows any host)."""
     for name, factory in LIBRARY.items():
         registry.register(name, factory)

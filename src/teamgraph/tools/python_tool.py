@@ -10,7 +10,7 @@ from teamgraph.sandbox import Sandbox, SandboxUnavailable
 TOOL_NAME = "python"
 TOOL_DESCRIPTION = (
     "Run Python code in an isolated sandbox (no network, no access outside a temporary working "
-    "directory, time and memory limits); returns stdout, stderr, the value of the last "
+    "directory, CPU and memory limits); returns stdout, stderr, the value of the last "
     "expression and any error."
 )
 

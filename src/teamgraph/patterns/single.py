@@ -1,0 +1,96 @@
+"""The single pattern: one agent holding a multi-turn conversation.
+
+The thread keeps the conversation in ``messages``: each run adds the user's request and the agent's
+answer, and the agent sees the earlier turns (trimmed to a token budget) before the new request.
+Tokens stream as ``token`` events from the agent's model calls.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    trim_messages,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.errors import GraphBubbleUp
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+
+from teamgraph.agents import AgentExtras, AgentOutcome
+from teamgraph.errors import BudgetExceeded
+from teamgraph.events import RunStatus
+from teamgraph.patterns._interrupts import with_approvals
+from teamgraph.patterns._members import run_member
+from teamgraph.run_context import RunContext
+from teamgraph.specs.team import TeamSpec
+
+HISTORY_TOKEN_BUDGET = 3000  # approximate tokens of earlier turns the agent sees
+
+
+class SingleState(TypedDict, total=False):
+    request: str
+    messages: Annotated[list[AnyMessage], add_messages]
+    status: RunStatus
+    output: str
+    error: str
+
+
+def trimmed_history(
+    messages: list[AnyMessage], budget: int = HISTORY_TOKEN_BUDGET
+) -> list[BaseMessage]:
+    """The latest turns that fit ``budget`` (approximate tokens), starting on a user message;
+    system messages are kept."""
+    if not messages:
+        return []
+    kept: list[BaseMessage] = trim_messages(
+        messages,
+        max_tokens=budget,
+        strategy="last",
+        token_counter=count_tokens_approximately,
+        include_system=True,
+        start_on="human",
+        allow_partial=False,
+    )
+    return kept
+
+
+async def agent_node(state: SingleState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    member = ctx.team.members[0]
+    request = state["request"]
+    extras = AgentExtras(history=trimmed_history(list(state.get("messages", []))))
+
+    async def body(local: RunContext) -> AgentOutcome:
+        return await run_member(member, request, local, extras=extras)
+
+    try:
+        outcome = await with_approvals(ctx, body)
+    except (GraphBubbleUp, BudgetExceeded):
+        raise  # a pause for a human, or the run's budget: the runner handles both
+    except Exception as exc:
+        return {"status": "failed", "output": "", "error": f"{type(exc).__name__}: {exc}"}
+    return {
+        "messages": [HumanMessage(request), AIMessage(outcome.output, name=member.name)],
+        "output": outcome.output,
+        "status": "completed",
+        "error": "",
+    }
+
+
+def build(
+    team: TeamSpec, checkpointer: BaseCheckpointSaver[Any] | None = None
+) -> CompiledStateGraph[SingleState, RunContext, SingleState, SingleState]:
+    """The compiled single-agent graph for ``team`` (its first member answers)."""
+    graph = StateGraph(SingleState, context_schema=RunContext)
+    graph.add_node("agent", agent_node)
+    graph.add_edge(START, "agent")
+    graph.add_edge("agent", END)
+    return graph.compile(checkpointer=checkpointer, name=team.name)
