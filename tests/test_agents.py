@@ -281,3 +281,33 @@ async def test_offline_react_agent_searches_the_knowledge_base(settings: Any) ->
     assert [e.tool for e in by_type(events, "tool_called")] == ["search_docs"]
     output = result.step("s").output
     assert output.startswith("_Offline model") and "mongodb.md" in output
+
+
+async def test_codeact_agent_runs_code_with_tools_in_the_sandbox(settings: Any) -> None:
+    code = "```python\nx = add(a=20, b=22)\nprint('sum is', x)\nx * 2\n```"
+    model = ScriptedChatModel(responses=[code, "The sum is 42."])
+    result, events = await run_collect(
+        _team(settings, model, kind="codeact"), "x", plan=_one_step("add 20 and 22")
+    )
+    assert result.step("s").output == "The sum is 42."
+    feedback = str(model.calls[1][-1].content)
+    assert feedback.startswith("Execution result:")
+    assert "sum is 42" in feedback and "84" in feedback  # stdout and the last expression
+    tools = [(e.tool, e.is_error) for e in by_type(events, "tool_returned")]
+    assert tools == [("add", False), ("python", False)]
+
+
+async def test_codeact_errors_go_back_to_the_model(settings: Any) -> None:
+    model = ScriptedChatModel(responses=["```python\n1/0\n```", "Cannot divide by zero."])
+    await run_collect(_team(settings, model, kind="codeact"), "x", plan=_one_step())
+    assert "ZeroDivisionError" in str(model.calls[1][-1].content)
+
+
+async def test_offline_codeact_computes_arithmetic(settings: Any) -> None:
+    team = Team.from_dict(
+        {"name": "t", "members": [{"name": "calc", "description": "computes", "kind": "codeact"}]},
+        settings=settings,
+    )
+    plan = Plan(steps=[Step(id="s", worker="calc", task="What is 12 * (3 + 4)?")])
+    result, _ = await run_collect(team, "x", plan=plan)
+    assert "84" in result.step("s").output

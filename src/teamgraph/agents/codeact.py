@@ -119,10 +119,11 @@ async def _run_code(code: str, toolbox: Toolbox, key: str) -> tuple[str, bool]:
 
 
 def _bridge(toolbox: Toolbox, name: str, key: str) -> Callable[..., Awaitable[Any]]:
-    """A tool as the sandbox calls it: the text result, or an exception carrying the error."""
+    """A tool as the sandbox calls it: its result (JSON decoded when it is JSON), or an
+    exception carrying the error."""
     counter = 0
 
-    async def call(**kwargs: Any) -> str:
+    async def call(**kwargs: Any) -> Any:
         nonlocal counter
         counter += 1
         text, is_error = await toolbox.call(
@@ -130,7 +131,10 @@ def _bridge(toolbox: Toolbox, name: str, key: str) -> Callable[..., Awaitable[An
         )
         if is_error:
             raise RuntimeError(text)
-        return text
+        try:  # numbers, lists and objects come back as Python values
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text
 
     return call
 
