@@ -217,7 +217,10 @@ def _choose_tool(task: str, tools: list[dict[str, Any]]) -> dict[str, Any] | Non
         return overlap_score(task, f"{fn['name'].replace('_', ' ')} {fn.get('description', '')}")
 
     best = max(tools, key=score)
-    return best if score(best) > 0 else None
+    if score(best) > 0:
+        return best
+    # no word in common: a question still deserves a look in the knowledge base, if there is one
+    return next((t for t in tools if t["function"]["name"] == "search_docs"), None)
 
 
 def _call(tool: dict[str, Any], task: str, context: str) -> AIMessage:
