@@ -117,8 +117,11 @@ class Toolbox:
         return decision
 
     def _sensitive(self, tool: BaseTool) -> bool:
-        flagged = bool((tool.metadata or {}).get("requires_approval"))
-        return self.ctx.team.approvals.requires_approval(tool.name, flagged)
+        metadata = tool.metadata or {}
+        approvals = self.ctx.team.approvals
+        if metadata.get("handoff_to") and tool.name not in approvals.tools:
+            return False  # transfer_to_<agent> is not a "transfer" of anything sensitive
+        return approvals.requires_approval(tool.name, bool(metadata.get("requires_approval")))
 
     def _with_state(self, tool: BaseTool, args: dict[str, Any]) -> dict[str, Any]:
         """Tools with a hidden ``state`` argument (``InjectedToolArg``) get the live shared

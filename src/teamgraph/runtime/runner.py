@@ -240,7 +240,9 @@ class Runner:
         return Emitter(run_id, queue.put_nowait, start_seq, reserve=reserve)
 
     def _config(self, thread_id: str) -> RunnableConfig:
-        return {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
+        # supersteps: a swarm turn takes two per handoff, a supervisor turn two per decision
+        limit = 2 * max(self.team.swarm.max_handoffs, self.team.supervisor.max_turns) + 50
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": max(100, limit)}
 
     async def _drive(
         self,
