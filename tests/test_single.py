@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.messages.utils import count_tokens_approximately
 
 from teamgraph.events import BaseEvent
-from teamgraph.patterns.single import HISTORY_TOKEN_BUDGET, trimmed_history
+from teamgraph.patterns._history import trimmed_history
 from teamgraph.result import RunResult
 from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel
@@ -17,6 +17,7 @@ from teamgraph.testing import FunctionChatModel, ScriptedChatModel
 from .helpers import by_type
 
 REPO = Path(__file__).resolve().parents[1]
+HISTORY_TOKEN_BUDGET = 3000  # the team default
 
 
 def spec(**member: Any) -> dict[str, Any]:
@@ -87,14 +88,14 @@ def test_history_is_trimmed_to_the_token_budget() -> None:
     messages: list[AnyMessage] = []
     for i in range(60):
         messages += [HumanMessage(f"question {i} " + "word " * 60), AIMessage(f"answer {i}")]
-    kept = trimmed_history(messages)
+    kept = trimmed_history(messages, HISTORY_TOKEN_BUDGET)
 
     assert count_tokens_approximately(kept) <= HISTORY_TOKEN_BUDGET
     assert 0 < len(kept) < len(messages)
     assert isinstance(kept[0], HumanMessage)  # a window starts on a user message
     assert kept[-1].text == "answer 59"  # the latest turns are kept
-    assert trimmed_history(messages[:4]) == messages[:4]
-    assert trimmed_history([]) == []
+    assert trimmed_history(messages[:4], HISTORY_TOKEN_BUDGET) == messages[:4]
+    assert trimmed_history([], HISTORY_TOKEN_BUDGET) == []
 
 
 async def test_long_conversations_reach_the_model_trimmed(settings: Any) -> None:

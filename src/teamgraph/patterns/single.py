@@ -12,11 +12,8 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
-    BaseMessage,
     HumanMessage,
-    trim_messages,
 )
-from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
@@ -27,12 +24,11 @@ from langgraph.runtime import Runtime
 from teamgraph.agents import AgentExtras, AgentOutcome
 from teamgraph.errors import BudgetExceeded
 from teamgraph.events import RunStatus
+from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._members import run_member
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
-
-HISTORY_TOKEN_BUDGET = 3000  # approximate tokens of earlier turns the agent sees
 
 
 class SingleState(TypedDict, total=False):
@@ -43,30 +39,12 @@ class SingleState(TypedDict, total=False):
     error: str
 
 
-def trimmed_history(
-    messages: list[AnyMessage], budget: int = HISTORY_TOKEN_BUDGET
-) -> list[BaseMessage]:
-    """The latest turns that fit ``budget`` (approximate tokens), starting on a user message;
-    system messages are kept."""
-    if not messages:
-        return []
-    kept: list[BaseMessage] = trim_messages(
-        messages,
-        max_tokens=budget,
-        strategy="last",
-        token_counter=count_tokens_approximately,
-        include_system=True,
-        start_on="human",
-        allow_partial=False,
-    )
-    return kept
-
-
 async def agent_node(state: SingleState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     member = ctx.team.members[0]
     request = state["request"]
-    extras = AgentExtras(history=trimmed_history(list(state.get("messages", []))))
+    history = trimmed_history(list(state.get("messages", [])), ctx.team.history_token_budget)
+    extras = AgentExtras(history=history)
 
     async def body(local: RunContext) -> AgentOutcome:
         return await run_member(member, request, local, extras=extras)

@@ -44,6 +44,7 @@ from teamgraph.agents import AgentExtras, AgentOutcome
 from teamgraph.errors import AgentFailed, BudgetExceeded
 from teamgraph.events import AgentMessage, Handoff, RunStatus, UsageRecorded
 from teamgraph.llm.errors import is_transient
+from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._members import run_member
 from teamgraph.run_context import RunContext
@@ -172,7 +173,7 @@ async def worker_node(state: WorkerTask, runtime: Runtime[RunContext]) -> dict[s
     its instructions; its answer, or its error, and the handoff back join the transcript."""
     ctx = runtime.context
     agent, turn = state["agent"], state["turn"]
-    history = list(state["history"])
+    history = trimmed_history(list(state["history"]), ctx.team.history_token_budget)
     member = ctx.team.member(agent)
 
     async def body(local: RunContext) -> AgentOutcome:

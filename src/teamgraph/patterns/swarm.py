@@ -15,7 +15,6 @@ answering in between.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Annotated, Any, TypedDict
 
@@ -25,9 +24,7 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    trim_messages,
 )
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -40,6 +37,7 @@ from teamgraph import prompts
 from teamgraph.agents import AgentExtras, AgentOutcome
 from teamgraph.errors import SpecError
 from teamgraph.events import Handoff, RunStatus
+from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._members import run_member
 from teamgraph.run_context import RunContext
@@ -47,7 +45,6 @@ from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
 from teamgraph.tools.handoff import handoff_tool_name, make_handoff_tool
 
-HISTORY_TOKENS = 3000  # the earlier conversation an agent sees, trimmed from the oldest side
 TURN_NODE = "_turn"  # member names start with a letter, so this never collides
 
 
@@ -132,7 +129,7 @@ class AgentNode:
         swarm_ctx = replace(ctx, team=self.team)  # same team, handoffs exempt from approvals
         name, request = self.member.name, state.get("request", "")
         first = state.get("handoffs", 0) == 0  # the agent that takes the user's message
-        history = _trimmed(state.get("messages", []))
+        history = trimmed_history(state.get("messages", []), ctx.team.history_token_budget)
         prompt = request if first else prompts.handoff_prompt(_previous(state), request)
         extras = AgentExtras(history=history, tools=self.tools)
         outcome = await with_approvals(
@@ -197,21 +194,6 @@ def _previous(state: SwarmState) -> str:
         if isinstance(message, AIMessage) and message.name:
             return message.name
     return "a teammate"
-
-
-def _trimmed(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The latest conversation within :data:`HISTORY_TOKENS`, starting on a user message so no
-    tool result is cut from its call."""
-    kept: list[BaseMessage] = trim_messages(
-        list(messages),
-        strategy="last",
-        token_counter=count_tokens_approximately,
-        max_tokens=HISTORY_TOKENS,
-        include_system=True,
-        start_on="human",
-        allow_partial=False,
-    )
-    return kept
 
 
 def _new_messages(

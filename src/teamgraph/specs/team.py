@@ -151,6 +151,9 @@ class TeamSpec(BaseModel):
     supervisor: SupervisorOptions = Field(default_factory=SupervisorOptions)
     swarm: SwarmOptions = Field(default_factory=SwarmOptions)
     collaborative: CollaborativeOptions = Field(default_factory=CollaborativeOptions)
+    history_token_budget: int = Field(
+        default=3000, ge=100, description="Earlier conversation an agent sees (approx. tokens)."
+    )
     clarify: bool = Field(
         default=False, description="Ask the user a question first when a request is too vague."
     )
