@@ -39,6 +39,24 @@ class Settings(BaseSettings):
         description="Key for the OpenAI (or OpenAI-compatible) endpoint.",
     )
 
+    knowledge_path: Path = Field(
+        default=Path("teamgraph-knowledge.db"),
+        description="SQLite file of the knowledge index when DATABASE_URL is PostgreSQL.",
+    )
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.database_url.startswith(("postgresql://", "postgres://", "postgresql+"))
+
+    @property
+    def postgres_url(self) -> str:
+        """The URL in the plain ``postgresql://`` form psycopg and LangGraph expect."""
+        url = self.database_url
+        for prefix in ("postgresql+psycopg://", "postgresql+asyncpg://", "postgres://"):
+            if url.startswith(prefix):
+                return "postgresql://" + url.removeprefix(prefix)
+        return url
+
     @property
     def sqlite_path(self) -> Path:
         """The SQLite file named by ``database_url`` (only SQLite is supported so far)."""
@@ -46,7 +64,4 @@ class Settings(BaseSettings):
         for prefix in ("sqlite+aiosqlite:///", "sqlite:///"):
             if url.startswith(prefix):
                 return Path(url.removeprefix(prefix))
-        raise ValueError(
-            f"DATABASE_URL {url!r} is not supported yet: use sqlite:///PATH "
-            "(PostgreSQL arrives with the server)"
-        )
+        raise ValueError(f"DATABASE_URL {url!r}: use sqlite:///PATH or postgresql://...")

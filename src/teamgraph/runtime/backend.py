@@ -7,14 +7,17 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.store.base import BaseStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 from sqlalchemy import event
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from teamgraph.config import Settings
+from teamgraph.errors import UsageError
 from teamgraph.knowledge import KnowledgeBase
-from teamgraph.ledger import SqliteLedger, StepLedger
+from teamgraph.ledger import SqliteLedger, StepLedger, StoreLedger
 from teamgraph.storage.runs import RunRepository
 
 # WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
@@ -37,16 +40,28 @@ def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
 class Backend:
     """Checkpointer, store (shared memory), step ledger, run table and knowledge index."""
 
-    checkpointer: AsyncSqliteSaver
-    store: AsyncSqliteStore
+    checkpointer: BaseCheckpointSaver[Any]
+    store: BaseStore
     ledger: StepLedger
     runs: RunRepository
     knowledge: KnowledgeBase
+    engine: AsyncEngine
 
 
 @asynccontextmanager
 async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
-    """Open (and create if needed) every table in the SQLite file of ``settings``."""
+    """Open (and create or migrate) everything ``DATABASE_URL`` names: a SQLite file (default)
+    or a PostgreSQL database (``pip install "teamgraph[postgres]"``)."""
+    if settings.is_postgres:
+        async with _open_postgres(settings) as backend:
+            yield backend
+    else:
+        async with _open_sqlite(settings) as backend:
+            yield backend
+
+
+@asynccontextmanager
+async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
     path = settings.sqlite_path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
@@ -64,4 +79,29 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
         await runs.create_tables()
         ledger = SqliteLedger(path)
         stack.callback(ledger.close)
-        yield Backend(saver, store, ledger, runs, KnowledgeBase(path))
+        yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine)
+
+
+@asynccontextmanager
+async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
+    """Checkpointer, store, step ledger and app tables in one PostgreSQL database; the
+    knowledge index stays a local SQLite file (``TEAMGRAPH_KNOWLEDGE_PATH``)."""
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+    except ImportError:
+        raise UsageError(
+            'PostgreSQL needs extra packages: pip install "teamgraph[postgres]"'
+        ) from None
+    url = settings.postgres_url
+    async with AsyncExitStack() as stack:
+        saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(url))
+        store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(url))
+        await saver.setup()
+        await store.setup()
+        engine = create_async_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+        stack.push_async_callback(engine.dispose)
+        runs = RunRepository(engine)
+        await runs.create_tables()
+        knowledge = KnowledgeBase(settings.knowledge_path.resolve())
+        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine)

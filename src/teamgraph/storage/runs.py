@@ -9,7 +9,8 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from teamgraph.errors import RunNotFound
-from teamgraph.storage.models import Base, RunRow, utcnow
+from teamgraph.storage.migrate import upgrade
+from teamgraph.storage.models import RunRow, utcnow
 
 
 class RunRepository:
@@ -18,8 +19,8 @@ class RunRepository:
         self.sessions = async_sessionmaker(engine, expire_on_commit=False)
 
     async def create_tables(self) -> None:
-        async with self.engine.begin() as conn:
-            await conn.run_sync(Base.metadata.create_all)
+        """Migrate the app tables to the latest schema (Alembic)."""
+        await upgrade(self.engine)
 
     async def create(self, **fields: Any) -> None:
         async with self.engine.begin() as conn:
