@@ -21,10 +21,13 @@ async def test_offline_workflow_and_resume_on_postgres(pg_url: str) -> None:
 
 async def test_approval_pause_and_resume_on_postgres(pg_url: str) -> None:
     executed.clear()
-    spec: dict[str, Any] = {"name": "t", "members": [
-        {"name": "clerk", "description": "keeps records", "tools": ["delete_record"]}]}
-    team = Team.from_dict(spec, settings=Settings(database_url=pg_url), model=_model(),
-                          tools=[delete_record])
+    spec: dict[str, Any] = {
+        "name": "t",
+        "members": [{"name": "clerk", "description": "keeps records", "tools": ["delete_record"]}],
+    }
+    team = Team.from_dict(
+        spec, settings=Settings(database_url=pg_url), model=_model(), tools=[delete_record]
+    )
     plan = Plan(steps=[Step(id="s1", worker="clerk", task="delete record 1")])
     async with team.runner() as runner:
         _ = [e async for e in runner.stream("x", run_id="pg-run", plan=plan)]

@@ -219,6 +219,36 @@ def _report(view: RunView) -> None:
 
 
 @app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    db: DbOption = None,
+) -> None:
+    """Start the HTTP service (API, SSE streams, web workspace)."""
+    import uvicorn
+
+    from teamgraph.server.app import create_app
+
+    uvicorn.run(create_app(_settings(db)), host=host, port=port, log_level="info")
+
+
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOption = None) -> None:
+    """Create or migrate the app tables, checkpoints and store to the latest schema."""
+
+    async def upgrade() -> None:
+        async with open_backend(_settings(db)):
+            pass
+
+    asyncio.run(upgrade())
+    console.print("database is up to date")
+
+
+@app.command()
 def runs(
     limit: Annotated[int, typer.Option(help="How many runs to show.")] = 20,
     db: DbOption = None,

@@ -44,6 +44,28 @@ class Settings(BaseSettings):
         description="SQLite file of the knowledge index when DATABASE_URL is PostgreSQL.",
     )
 
+    # --- HTTP service -----------------------------------------------------------------------
+    jwt_secret: str = Field(
+        default="",
+        description="Secret that signs login tokens (set it in production; empty: "
+        "a random one per process, so tokens do not survive a restart).",
+    )
+    jwt_expiry_minutes: int = Field(default=24 * 60, ge=1, description="Token lifetime.")
+    teams_dirs: list[str] = Field(
+        default_factory=lambda: ["examples/teams"], description="Folders of team YAML files served."
+    )
+    cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
+    max_body_bytes: int = Field(default=1_000_000, ge=1024, description="Request body limit.")
+    rate_limits: dict[str, str] = Field(
+        default_factory=lambda: {
+            "chat": "30/minute",
+            "stream": "20/minute",
+            "register": "10/hour",
+            "login": "20/minute",
+        },
+        description="Per-user and per-IP limits by route group.",
+    )
+
     @property
     def is_postgres(self) -> bool:
         return self.database_url.startswith(("postgresql://", "postgres://", "postgresql+"))

@@ -1,0 +1,1 @@
+"""The HTTP service: a thin delivery layer over the runner (FastAPI)."""

@@ -1,0 +1,84 @@
+"""Request dependencies: the app state, a database session, the authenticated user/session."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import OAuth2PasswordBearer
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from teamgraph.server import repositories as repo
+from teamgraph.server.security import TokenClaims, decode_token
+from teamgraph.server.state import AppState
+from teamgraph.storage.models import SessionRow, UserRow
+
+oauth2 = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)
+
+
+def get_state(request: Request) -> AppState:
+    state: AppState = request.app.state.teamgraph
+    return state
+
+
+async def get_db(state: Annotated[AppState, Depends(get_state)]) -> AsyncIterator[AsyncSession]:
+    async with state.sessions() as db:
+        yield db
+
+
+State = Annotated[AppState, Depends(get_state)]
+Db = Annotated[AsyncSession, Depends(get_db)]
+
+
+def _unauthorized(detail: str = "Invalid or expired token") -> HTTPException:
+    return HTTPException(
+        status.HTTP_401_UNAUTHORIZED, detail=detail, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+async def get_claims(state: State, token: Annotated[str | None, Depends(oauth2)]) -> TokenClaims:
+    if not token:
+        raise _unauthorized("Not authenticated")
+    claims = decode_token(state.settings.jwt_secret, token)
+    if claims is None:
+        raise _unauthorized()
+    return claims
+
+
+Claims = Annotated[TokenClaims, Depends(get_claims)]
+
+
+async def current_user(claims: Claims, db: Db) -> UserRow:
+    user = await db.get(UserRow, claims.user_id)
+    if user is None:
+        raise _unauthorized()
+    return user
+
+
+CurrentUser = Annotated[UserRow, Depends(current_user)]
+
+
+async def current_session(claims: Claims, user: CurrentUser, db: Db) -> SessionRow:
+    """The session of a session token (``POST /api/v1/auth/session``), as the seeds' chat
+    routes expect."""
+    if claims.session_id is None:
+        raise _unauthorized("This route needs a session token: POST /api/v1/auth/session")
+    row = await repo.owned_session(db, user.id, claims.session_id)
+    if row is None:
+        raise _unauthorized("The session of this token no longer exists")
+    return row
+
+
+CurrentSession = Annotated[SessionRow, Depends(current_session)]
+
+
+async def session_of(session_id: str, user: CurrentUser, db: Db) -> SessionRow:
+    """A session in the path that the user owns — 404 otherwise (never leaks existence)."""
+    row = await repo.owned_session(db, user.id, session_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Session not found")
+    return row
+
+
+OwnedSession = Annotated[SessionRow, Depends(session_of)]

@@ -1,0 +1,41 @@
+"""What the app holds while it runs: settings, the storage backend, the teams it serves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from teamgraph.config import Settings
+from teamgraph.errors import SpecError
+from teamgraph.runtime.backend import Backend
+from teamgraph.runtime.team import Team
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    backend: Backend
+    teams: dict[str, Team]
+    sessions: async_sessionmaker[AsyncSession]
+    extras: dict[str, Any] = field(default_factory=dict)  # run manager, rate limiter, metrics
+
+    def team(self, name: str) -> Team:
+        if name not in self.teams:
+            raise KeyError(name)
+        return self.teams[name]
+
+
+def load_teams(settings: Settings) -> dict[str, Team]:
+    """Every ``*.yaml`` team in ``settings.teams_dirs`` (later folders override earlier)."""
+    teams: dict[str, Team] = {}
+    for folder in settings.teams_dirs:
+        path = Path(folder)
+        if not path.is_dir():
+            raise SpecError(f"teams folder {folder!r} does not exist")
+        for file in sorted(path.glob("*.y*ml")):
+            team = Team.from_yaml(file, settings=settings)
+            teams[team.spec.name] = team
+    return teams

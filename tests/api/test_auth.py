@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from .conftest import PASSWORD, User, make_session
+
+
+@pytest.mark.parametrize(
+    ("password", "problem"),
+    [
+        ("Sh0rt!", "8 to 64"),
+        ("alllower1!", "upper-case"),
+        ("ALLUPPER1!", "lower-case"),
+        ("NoDigits!!", "digit"),
+        ("NoSpecial12", "special"),
+        ("A1!" + "a" * 70, "8 to 64"),
+    ],
+)
+async def test_register_enforces_the_password_policy(
+    client: httpx.AsyncClient, password: str, problem: str
+) -> None:
+    response = await client.post(
+        "/api/v1/auth/register", json={"email": "x@example.com", "password": password}
+    )
+    assert response.status_code == 422
+    body = response.json()
+    assert body["detail"] == "Validation error"
+    assert any(e["field"] == "password" and problem in e["message"] for e in body["errors"])
+
+
+async def test_register_login_and_duplicates(client: httpx.AsyncClient, alice: User) -> None:
+    again = await client.post(
+        "/api/v1/auth/register", json={"email": "ALICE@example.com", "password": PASSWORD}
+    )
+    assert again.status_code == 409
+    wrong = await client.post(
+        "/api/v1/auth/login", data={"username": alice.email, "password": "Wrong-pass1"}
+    )
+    assert wrong.status_code == 401
+
+
+async def test_invalid_tokens_are_401(client: httpx.AsyncClient) -> None:
+    for headers in (
+        {},
+        {"Authorization": "Bearer nonsense"},
+        {"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"},
+    ):
+        response = await client.get("/api/v1/auth/sessions", headers=headers)
+        assert response.status_code == 401
+
+
+async def test_session_lifecycle(client: httpx.AsyncClient, alice: User) -> None:
+    created = await make_session(client, alice, name="first", team="research")
+    assert created["team"] == "research" and created["token"]["access_token"]
+    sid = created["session_id"]
+    renamed = await client.patch(
+        f"/api/v1/auth/session/{sid}/name", json={"name": "renamed"}, headers=alice.headers
+    )
+    assert renamed.status_code == 200 and renamed.json()["name"] == "renamed"
+    listed = await client.get("/api/v1/auth/sessions", headers=alice.headers)
+    assert [s["session_id"] for s in listed.json()] == [sid]
+    deleted = await client.delete(f"/api/v1/auth/session/{sid}", headers=alice.headers)
+    assert deleted.status_code == 204
+    assert (await client.get("/api/v1/auth/sessions", headers=alice.headers)).json() == []
+
+
+async def test_unknown_team_is_rejected(client: httpx.AsyncClient, alice: User) -> None:
+    response = await client.post(
+        "/api/v1/auth/session", json={"team": "nope"}, headers=alice.headers
+    )
+    assert response.status_code == 422 and "Unknown team 'nope'" in response.text
+
+
+async def test_another_users_session_is_404(
+    client: httpx.AsyncClient, alice: User, bob: User
+) -> None:
+    sid = (await make_session(client, alice))["session_id"]
+    for method, path, body in [
+        ("PATCH", f"/api/v1/auth/session/{sid}/name", {"name": "mine now"}),
+        ("DELETE", f"/api/v1/auth/session/{sid}", None),
+        ("POST", f"/api/v1/auth/session/{sid}/token", None),
+        ("PATCH", "/api/v1/auth/session/does-not-exist/name", {"name": "x"}),
+    ]:
+        response = await client.request(method, path, json=body, headers=bob.headers)
+        assert response.status_code == 404, (method, path)
+    assert (await client.get("/api/v1/auth/sessions", headers=bob.headers)).json() == []
+
+
+async def test_teams_and_templates(client: httpx.AsyncClient, alice: User) -> None:
+    teams = (await client.get("/api/v1/teams", headers=alice.headers)).json()
+    assert {"research", "supervised-research", "helpdesk"} <= {t["name"] for t in teams}
+    templates = (await client.get("/api/v1/templates", headers=alice.headers)).json()
+    assert "code_review" in {t["name"] for t in templates}
