@@ -31,7 +31,7 @@ def api_settings(database_url: str, tmp_path: Path) -> Settings:
     return Settings(
         database_url=database_url,
         teams_dirs=[str(REPO / "examples" / "teams")],
-        jwt_secret="test-secret",
+        jwt_secret="test-secret-that-is-long-enough-for-hs256",
         knowledge_path=tmp_path / "knowledge.db",
     )
 

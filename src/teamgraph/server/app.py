@@ -10,8 +10,10 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from teamgraph.config import Settings
 from teamgraph.runtime.backend import open_backend
+from teamgraph.server import ops
 from teamgraph.server.errors import install_error_handlers
-from teamgraph.server.routes import auth, teams
+from teamgraph.server.routes import auth, chatbot, runs, teams, unified
+from teamgraph.server.runs import RunManager
 from teamgraph.server.state import AppState, load_teams
 
 
@@ -22,8 +24,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_backend(settings) as backend:  # also runs the migrations
             sessions = async_sessionmaker(backend.engine, expire_on_commit=False)
-            app.state.teamgraph = AppState(settings, backend, load_teams(settings), sessions)
-            yield
+            state = AppState(settings, backend, load_teams(settings), sessions)
+            state.extras["runs"] = manager = RunManager(state)  # runs: background runs, SSE
+            app.state.teamgraph = state
+            try:
+                with ops.running(app):  # ops: metrics in AppState.extras, JSON logs when enabled
+                    yield
+            finally:
+                await manager.shutdown()  # runs: cancel running runs (they stay resumable)
 
     app = FastAPI(
         title="teamgraph",
@@ -32,6 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    for router in (auth.router, teams.router):
+    ops.install(app, settings)  # ops: rate limits, body limit, CORS, request ids, /health, /metrics
+    for router in (auth.router, teams.router, runs.router, chatbot.router, unified.router):
         app.include_router(router)
     return app

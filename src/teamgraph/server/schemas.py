@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, EmailStr, Field, field_validator
 
+from teamgraph.events import TokenUsage
+from teamgraph.result import StepResult
 from teamgraph.server.security import password_problems
 
 
@@ -66,3 +68,126 @@ class TeamOut(BaseModel):
 class TemplateOut(BaseModel):
     name: str
     description: str
+
+
+class ChatMessage(BaseModel):
+    """A chat message as the seeds' clients send it: 1–3000 characters, no script, no NUL."""
+
+    role: Literal["user", "assistant", "system"]
+    content: str = Field(min_length=1, max_length=3000)
+
+    @field_validator("content")
+    @classmethod
+    def _safe(cls, value: str) -> str:
+        if "<script" in value.lower():
+            raise ValueError("content must not contain script tags")
+        if "\x00" in value:
+            raise ValueError("content must not contain NUL bytes")
+        return value
+
+
+class ChatRequest(BaseModel):
+    messages: list[ChatMessage] = Field(min_length=1)
+
+
+class ChatResponse(BaseModel):
+    messages: list[ChatMessage]
+
+
+class StreamChunk(BaseModel):
+    content: str
+    done: bool
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+
+class RunOptions(BaseModel):
+    """Reserved for per-run options: none are defined yet, unknown keys are rejected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: str = Field(min_length=1, max_length=20000, description="What the team should do.")
+    template: str | None = Field(
+        default=None, max_length=200, description="Workflow template (default: the session's)."
+    )
+    options: RunOptions = Field(default_factory=RunOptions)
+
+    @field_validator("input")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("input must not be blank")
+        return value
+
+
+class RunAccepted(BaseModel):
+    run_id: str
+    status: str = Field(description="The run's status when the answer was sent.")
+
+
+class RunDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["approve", "reject", "edit"]
+    comment: str | None = Field(default=None, max_length=2000, description="Shown to the agent.")
+    args: dict[str, Any] | None = Field(default=None, description="The new arguments (edit).")
+
+
+class RunResume(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str | None = Field(
+        default=None, min_length=1, max_length=20000, description="Answer to the run's question."
+    )
+    decisions: dict[str, RunDecision] = Field(
+        default_factory=dict, description="Decisions on tool calls, by approval request_id."
+    )
+    default: RunDecision | None = Field(
+        default=None, description="The decision on every tool call without one in decisions."
+    )
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    session_id: str | None
+    team: str
+    pattern: str
+    status: str
+    input: str
+    template: str | None
+    planner_tier: str | None
+    error: str | None
+    cost_usd: float
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+
+class RunOut(RunSummary):
+    thread_id: str
+    output: str | None
+    plan: dict[str, Any] | None = None
+    steps: list[StepResult] = Field(default_factory=list)
+    usage: TokenUsage
+    usage_by_agent: dict[str, TokenUsage] = Field(default_factory=dict)
+
+
+class PendingItem(BaseModel):
+    """What a paused run waits for: an answer to a question, or a decision on a tool call."""
+
+    run_id: str
+    session_id: str | None
+    type: Literal["clarification", "approval"]
+    interrupt_id: str
+    question: str | None = None
+    request_id: str | None = Field(default=None, description="The key of its decision on resume.")
+    agent: str | None = None
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    call_id: str | None = None
+    step_id: str | None = None

@@ -1,0 +1,418 @@
+"""HTTP service benchmark: runs per second and time to first event through the real server,
+against the same team run in-process through ``Runner``.
+
+The benchmark writes a 4-step workflow team (offline model, a fixed template: ``a`` → ``b``, ``c``
+→ ``d``) to a temporary folder, starts ``uvicorn`` on 127.0.0.1 in a subprocess (SQLite in the
+temporary folder, JSON logs and the access log off, rate limits lifted), and then measures:
+
+* ``server runs_per_s``: ``--runs`` runs started through ``POST /api/v1/sessions/{id}/runs`` by
+  ``--concurrency`` clients (one session each, a session runs one run at a time), each awaited by
+  following ``GET /api/v1/runs/{id}/events`` to its end;
+* ``server ttfe_p50_ms`` / ``ttfe_p99_ms``: ``--clients`` concurrent SSE clients (50), each starts
+  a run and opens its event stream; time from sending the start request to the first ``data:``
+  line (``--rounds`` rounds; target p99 ≤ 50 ms). ``stream_p50_ms`` / ``stream_p99_ms`` time from
+  opening the stream only;
+* ``inprocess runs_per_s``: the same runs, same concurrency, through ``Runner.run`` on a backend
+  of its own — the baseline; ``ratio`` is server / in-process.
+
+Run ``python benchmarks/server.py`` (about a minute) or ``--quick`` (smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from teamgraph.config import Settings
+from teamgraph.runtime.team import Team
+
+TTFE_TARGET_MS = 50.0
+PASSWORD = "Bench-passw0rd!"
+REQUEST = "Benchmark request: compare two options and summarise the result."
+TEMPLATE = "bench4"
+START = "/api/v1/sessions/{session_id}/runs"
+EVENTS = "/api/v1/runs/{run_id}/events"
+UNLIMITED = {group: "1000000/second" for group in ("chat", "stream", "register", "login")}
+ENDINGS = ("run_completed", "run_failed", "run_cancelled", "approval_requested")
+
+TEAM_YAML = """\
+name: bench
+description: Four-step benchmark workflow (offline model).
+pattern: workflow
+model: offline
+members:
+  - name: worker
+    description: Does one benchmark step.
+    instructions: Do the step you are given in one short paragraph.
+workflow:
+  max_parallel: 4
+  synthesizer: concat
+  templates_dirs: [{templates}]
+"""
+
+TEMPLATE_YAML = """\
+name: bench4
+description: Four steps, two of them in parallel.
+steps:
+  - {id: a, worker: worker, task: Outline the two options.}
+  - {id: b, worker: worker, task: List the strengths of each option., depends_on: [a]}
+  - {id: c, worker: worker, task: List the weaknesses of each option., depends_on: [a]}
+  - {id: d, worker: worker, task: Summarise which option wins and why., depends_on: [b, c]}
+"""
+
+
+class BenchmarkError(Exception):
+    """The benchmark cannot run (missing routes, server that does not start, failed runs)."""
+
+
+# --------------------------------------------------------------------------------------------
+# setup
+
+
+def write_team(root: Path) -> Path:
+    templates, teams = root / "templates", root / "teams"
+    templates.mkdir()
+    teams.mkdir()
+    (templates / "bench4.yaml").write_text(TEMPLATE_YAML)
+    (teams / "bench.yaml").write_text(TEAM_YAML.format(templates=templates))
+    return teams
+
+
+def server_settings(root: Path, teams: Path, database_url: str | None) -> Settings:
+    return Settings(
+        database_url=database_url or f"sqlite:///{root}/server.db",
+        teams_dirs=[str(teams)],
+        jwt_secret=uuid.uuid4().hex * 2,
+        knowledge_path=root / "knowledge.db",
+        rate_limits=UNLIMITED,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def serve(settings_json: str, port: int) -> None:
+    """The server subprocess (``--serve``)."""
+    import uvicorn
+
+    from teamgraph.server.app import create_app
+
+    settings = Settings.model_validate_json(settings_json)
+    app = create_app(settings)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+class Server:
+    """``uvicorn`` in a subprocess; stderr goes to a file shown when something fails."""
+
+    def __init__(self, settings: Settings, root: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = root / "server.log"
+        env = {**os.environ, "TEAMGRAPH_JSON_LOGS": "false"}
+        command = [sys.executable, __file__, "--serve", settings.model_dump_json(), str(self.port)]
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=log, env=env)
+
+    async def wait_ready(self, within_s: float = 60.0) -> None:
+        deadline = time.monotonic() + within_s
+        async with httpx.AsyncClient(base_url=self.url) as http:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise BenchmarkError(f"the server exited:\n{self.log_tail()}")
+                try:
+                    if (await http.get("/health")).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise BenchmarkError(f"the server did not become healthy in {within_s} s")
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+# --------------------------------------------------------------------------------------------
+# the API client
+
+
+@dataclass
+class Api:
+    http: httpx.AsyncClient
+    headers: dict[str, str]
+
+    @classmethod
+    async def login(cls, http: httpx.AsyncClient) -> Api:
+        email = f"bench-{uuid.uuid4().hex[:8]}@example.com"
+        registered = await http.post(
+            "/api/v1/auth/register", json={"email": email, "password": PASSWORD}
+        )
+        _expect(registered, 201)
+        login = await http.post(
+            "/api/v1/auth/login", data={"username": email, "password": PASSWORD}
+        )
+        _expect(login, 200)
+        return cls(http, {"Authorization": f"Bearer {login.json()['access_token']}"})
+
+    async def check_runs_api(self) -> None:
+        paths = (await self.http.get("/openapi.json")).json().get("paths", {})
+        missing = [
+            path
+            for path, method in (
+                ("/api/v1/sessions/{session_id}/runs", "post"),
+                ("/api/v1/runs/{run_id}/events", "get"),
+            )
+            if method not in paths.get(path, {})
+        ]
+        if missing:
+            raise BenchmarkError(
+                "the server has no runs API yet (missing "
+                + ", ".join(missing)
+                + "): teamgraph.server.app.create_app must include the runs routes"
+            )
+
+    async def session(self) -> str:
+        for attempt in range(3):  # a kept-alive connection the server just closed: try again
+            try:
+                created = await self.http.post(
+                    "/api/v1/auth/session", json={"team": "bench"}, headers=self.headers
+                )
+                break
+            except httpx.TransportError:
+                if attempt == 2:
+                    raise
+        _expect(created, 201)
+        session_id: str = created.json()["session_id"]
+        return session_id
+
+    async def start(self, session_id: str) -> str:
+        response = await self.http.post(
+            START.format(session_id=session_id),
+            json={"input": REQUEST, "template": TEMPLATE},
+            headers=self.headers,
+        )
+        _expect(response, 200, 201, 202)
+        run_id: str = response.json()["run_id"]
+        return run_id
+
+    async def follow(self, run_id: str, first: Callable[[], None] | None = None) -> str:
+        """Read the run's event stream to its end; ``first`` is called on the first ``data:``
+        line. Returns the last event type."""
+        last = ""
+        headers = {**self.headers, "Accept": "text/event-stream"}
+        async with self.http.stream("GET", EVENTS.format(run_id=run_id), headers=headers) as r:
+            if r.status_code != 200:
+                await r.aread()
+                _expect(r, 200)
+            async for line in r.aiter_lines():
+                if line.startswith("data:") and first is not None:
+                    first()
+                    first = None
+                elif line.startswith("event:"):
+                    last = line.removeprefix("event:").strip()
+        return last
+
+    async def run(self, session_id: str) -> None:
+        run_id = await self.start(session_id)
+        last = await self.follow(run_id)
+        if last != "run_completed":
+            raise BenchmarkError(f"run {run_id} ended with {last or 'no event'!r}")
+
+
+def _expect(response: httpx.Response, *codes: int) -> None:
+    if response.status_code not in codes:
+        raise BenchmarkError(
+            f"{response.request.method} {response.request.url.path} → "
+            f"{response.status_code}: {response.text[:300]}"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# measurements
+
+
+async def throughput(run_one: Callable[[int], Awaitable[None]], runs: int, workers: int) -> float:
+    """Runs per second: runs ``0..runs-1`` shared out among ``workers`` (one at a time each)."""
+    todo = iter(range(runs))
+
+    async def worker() -> None:
+        for index in todo:
+            await run_one(index)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    return runs / (time.perf_counter() - start)
+
+
+async def server_throughput(api: Api, runs: int, concurrency: int) -> float:
+    # a session per run, made beforehand: the runs API refuses a second run on a session while
+    # the first one is still closing (just after its stream ended)
+    sessions = [await api.session() for _ in range(runs + 1)]
+    await api.run(sessions[-1])  # warm-up: runner built, team loaded, tables warm
+    return await throughput(lambda i: api.run(sessions[i]), runs, concurrency)
+
+
+@dataclass
+class Ttfe:
+    total: list[float]  # ms from the start request to the first ``data:`` line
+    stream: list[float]  # ms from opening the stream to it
+    errors: list[str]  # clients that failed, and why
+
+
+async def time_to_first_event(api: Api, clients: int, rounds: int) -> Ttfe:
+    """``rounds`` times, ``clients`` clients at once: start a run, open its stream, read it to
+    the end."""
+    result = Ttfe([], [], [])
+
+    async def client(session_id: str, barrier: asyncio.Event) -> None:
+        await barrier.wait()
+        sent = time.perf_counter()
+        try:
+            run_id = await api.start(session_id)
+            opened = time.perf_counter()
+
+            def first() -> None:
+                now = time.perf_counter()
+                result.total.append((now - sent) * 1000)
+                result.stream.append((now - opened) * 1000)
+
+            last = await api.follow(run_id, first)
+            if last != "run_completed":
+                raise BenchmarkError(f"run {run_id} ended with {last or 'no event'!r}")
+        except (BenchmarkError, httpx.HTTPError) as exc:
+            error = str(exc) or type(exc).__name__
+            result.errors.append(f"{error} (after {time.perf_counter() - sent:.1f} s)")
+
+    for _ in range(rounds):
+        sessions = [await api.session() for _ in range(clients)]
+        barrier = asyncio.Event()
+        tasks = [asyncio.create_task(client(s, barrier)) for s in sessions]
+        await asyncio.sleep(0.05)  # every client waits at the barrier
+        barrier.set()
+        await asyncio.gather(*tasks)
+    return result
+
+
+async def inprocess_throughput(
+    root: Path, teams: Path, runs: int, concurrency: int, database_url: str | None
+) -> float:
+    settings = server_settings(root, teams, None)
+    settings = settings.model_copy(
+        update={"database_url": database_url or f"sqlite:///{root}/inprocess.db"}
+    )
+    team = Team.from_yaml(teams / "bench.yaml", settings=settings)
+    async with team.runner() as runner:
+
+        async def run_one(_index: int) -> None:
+            result = await runner.run(REQUEST, template=TEMPLATE, thread_id=uuid.uuid4().hex)
+            if result.status != "completed":
+                raise BenchmarkError(f"in-process run ended {result.status}: {result.error}")
+
+        await run_one(-1)  # warm-up
+        return await throughput(run_one, runs, concurrency)
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
+
+
+# --------------------------------------------------------------------------------------------
+# main
+
+
+async def benchmark(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="teamgraph-bench-") as tmp:
+        root = Path(tmp)
+        teams = write_team(root)
+        server = Server(server_settings(root, teams, args.database_url), root)
+        try:
+            await server.wait_ready()
+            limits = httpx.Limits(max_connections=args.clients * 2 + 10)
+            timeout = httpx.Timeout(120.0)
+            async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=timeout) as h:
+                api = await Api.login(h)
+                await api.check_runs_api()
+                server_rps = await server_throughput(api, args.runs, args.concurrency)
+                print(f"server runs_per_s {server_rps:.1f}", flush=True)
+                ttfe = await time_to_first_event(api, args.clients, args.rounds)
+        except (BenchmarkError, httpx.HTTPError) as exc:
+            print(f"benchmark failed: {exc!r}", file=sys.stderr)
+            if server.process.poll() is not None or args.verbose:
+                print(server.log_tail(), file=sys.stderr)
+            return 1
+        finally:
+            server.stop()
+        report_ttfe(ttfe, args.clients * args.rounds)
+        inproc_rps = await inprocess_throughput(
+            root, teams, args.runs, args.concurrency, args.inprocess_database_url
+        )
+        print(f"inprocess runs_per_s {inproc_rps:.1f}")
+        print(f"ratio server/inprocess {server_rps / inproc_rps:.2f}")
+    return 1 if ttfe.errors else 0
+
+
+def report_ttfe(ttfe: Ttfe, clients: int) -> None:
+    if ttfe.total:
+        p50, p99 = percentile(ttfe.total, 50), percentile(ttfe.total, 99)
+        print(f"server ttfe_p50_ms {p50:.1f} ttfe_p99_ms {p99:.1f}")
+        print(
+            f"server stream_p50_ms {percentile(ttfe.stream, 50):.1f} "
+            f"stream_p99_ms {percentile(ttfe.stream, 99):.1f} "
+            f"(n={len(ttfe.total)}, mean {statistics.fmean(ttfe.total):.1f} ms)"
+        )
+        verdict = "ok" if p99 <= TTFE_TARGET_MS else "ABOVE TARGET"
+        print(f"server ttfe_p99 target {TTFE_TARGET_MS:.0f} ms: {verdict}")
+    if ttfe.errors:
+        print(f"server ttfe_errors {len(ttfe.errors)}/{clients}, first: {ttfe.errors[0]}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--serve"]:
+        serve(argv[1], int(argv[2]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else "")
+    parser.add_argument("--runs", type=int, default=200, help="runs for runs_per_s")
+    parser.add_argument("--concurrency", type=int, default=10, help="clients for runs_per_s")
+    parser.add_argument("--clients", type=int, default=50, help="concurrent SSE clients")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --clients for TTFE")
+    parser.add_argument("--quick", action="store_true", help="smoke run: few runs, one round")
+    parser.add_argument("--database-url", help="server database (default: SQLite in a temp dir)")
+    parser.add_argument("--inprocess-database-url", help="baseline database (default: SQLite)")
+    parser.add_argument("--verbose", action="store_true", help="show the server log on errors")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.runs, args.rounds = min(args.runs, 20), 1
+    return asyncio.run(benchmark(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

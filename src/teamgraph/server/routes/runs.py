@@ -1,0 +1,183 @@
+"""Runs of a session's team: start, follow (SSE with replay), inspect, cancel, resume. Another
+user's run or session is 404, like an unknown one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager, suppress
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, status
+from sqlalchemy import select
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from teamgraph.server.deps import CurrentUser, Db, OwnedSession, State
+from teamgraph.server.runs import RunConflict, RunManager
+from teamgraph.server.schemas import (
+    PendingItem,
+    RunAccepted,
+    RunCreate,
+    RunOut,
+    RunResume,
+    RunSummary,
+)
+from teamgraph.storage.models import RunRow
+
+router = APIRouter(prefix="/api/v1", tags=["runs"])
+
+
+def get_manager(state: State) -> RunManager:
+    manager: RunManager = state.extras["runs"]
+    return manager
+
+
+Manager = Annotated[RunManager, Depends(get_manager)]
+
+
+async def run_of(run_id: str, user: CurrentUser, db: Db) -> RunRow:
+    """A run in the path that the user owns — 404 otherwise (never leaks existence)."""
+    query = select(RunRow).where(RunRow.id == run_id, RunRow.user_id == user.id)
+    row = (await db.scalars(query)).first()
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
+    return row
+
+
+OwnedRun = Annotated[RunRow, Depends(run_of)]
+
+
+@contextmanager
+def conflicts() -> Iterator[None]:
+    try:
+        yield
+    except RunConflict as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from None
+
+
+def _summary(row: RunRow) -> dict[str, Any]:
+    return {
+        "run_id": row.id,
+        "session_id": row.session_id,
+        "team": row.team_name,
+        **{k: getattr(row, k) for k in RunSummary.model_fields if hasattr(RunRow, k)},
+    }
+
+
+@router.post(
+    "/sessions/{session_id}/runs", response_model=RunAccepted, status_code=status.HTTP_202_ACCEPTED
+)
+async def start_run(
+    session: OwnedSession, body: RunCreate, manager: Manager, state: State
+) -> RunAccepted:
+    """Start a run of the session's team on the session's thread; follow it on ``events``."""
+    with conflicts():
+        run_id = await manager.start(
+            session.user_id, session, session.team, body.input, body.template or session.template
+        )
+    return RunAccepted(run_id=run_id, status=(await state.backend.runs.get(run_id)).status)
+
+
+@router.get("/sessions/{session_id}/runs", response_model=list[RunSummary])
+async def list_runs(
+    session: OwnedSession, db: Db, limit: Annotated[int, Query(ge=1, le=200)] = 50
+) -> list[RunSummary]:
+    """The session's runs, newest first."""
+    query = select(RunRow).where(RunRow.session_id == session.id, RunRow.user_id == session.user_id)
+    rows = await db.scalars(query.order_by(RunRow.created_at.desc()).limit(limit))
+    return [RunSummary(**_summary(row)) for row in rows]
+
+
+@router.get("/runs/{run_id}", response_model=RunOut)
+async def get_run(run: OwnedRun, manager: Manager) -> RunOut:
+    """Status, plan, steps, usage and cost of a run (finished or not)."""
+    tokens = {"input_tokens": run.input_tokens, "output_tokens": run.output_tokens}
+    result: dict[str, Any] = {"usage": {**tokens, "cost_usd": run.cost_usd}}
+    with suppress(RunConflict):  # unless its team is no longer served: what the run table knows
+        result = (await manager.runner(run.team_name).result(run.id)).model_dump()
+    keep = {"plan", "steps", "usage", "usage_by_agent"}
+    extra = {k: v for k, v in result.items() if k in keep}
+    return RunOut(**_summary(run), thread_id=run.thread_id, output=run.output, **extra)
+
+
+@router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
+async def run_events(
+    run: OwnedRun,
+    manager: Manager,
+    db: Db,
+    after: Annotated[int, Query(ge=0, description="Only events with a greater seq.")] = 0,
+    last_event_id: Annotated[str | None, Header(description="Set by reconnecting clients.")] = None,
+) -> EventSourceResponse:
+    """Server-sent events (``id``: seq, ``event``: type, ``data``: the event as JSON): the stored
+    ones, then live ones; the stream ends when the run ends or pauses. ``Last-Event-ID`` (it
+    wins over ``after``) resumes a stream where it broke; a finished run replays from the start."""
+    if last_event_id is not None:
+        if not last_event_id.strip().isdigit():
+            raise HTTPException(
+                status.HTTP_422_UNPROCESSABLE_CONTENT, detail="Last-Event-ID must be an event seq"
+            )
+        after = int(last_event_id)
+    await db.close()  # hold no database connection for the life of the stream
+
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        async for event in manager.events(run.id, after):
+            yield ServerSentEvent(data=event.model_dump_json(), event=event.type, id=str(event.seq))
+
+    return EventSourceResponse(stream())
+
+
+@router.post("/runs/{run_id}/cancel", response_model=RunAccepted)
+async def cancel_run(run: OwnedRun, manager: Manager) -> RunAccepted:
+    """Stop a running run (it ends ``cancelled`` and can be resumed) or close a paused one."""
+    with conflicts():
+        return RunAccepted(run_id=run.id, status=await manager.cancel(run.id))
+
+
+@router.post(
+    "/runs/{run_id}/resume", response_model=RunAccepted, status_code=status.HTTP_202_ACCEPTED
+)
+async def resume_run(
+    run: OwnedRun, manager: Manager, state: State, body: RunResume | None = None
+) -> RunAccepted:
+    """Continue a paused run with the ``answer`` to its question or ``decisions`` on its tool
+    calls (``default`` for the rest); a cancelled or interrupted run needs neither."""
+    body = body or RunResume()
+    reply = {
+        "answer": body.answer,
+        "decisions": {k: d.model_dump(exclude_none=True) for k, d in body.decisions.items()},
+        "default": body.default.model_dump(exclude_none=True) if body.default else None,
+    }
+    with conflicts():
+        await manager.resume(run.id, **reply)
+    return RunAccepted(run_id=run.id, status=(await state.backend.runs.get(run.id)).status)
+
+
+@router.get("/runs/{run_id}/pending", response_model=list[PendingItem])
+async def run_pending(run: OwnedRun, manager: Manager) -> list[PendingItem]:
+    """The questions and tool calls a paused run waits for (empty unless paused)."""
+    return await _pending(manager, run)
+
+
+@router.get("/pending", response_model=list[PendingItem])
+async def all_pending(user: CurrentUser, db: Db, manager: Manager) -> list[PendingItem]:
+    """Everything the user's paused runs wait for, newest run first."""
+    query = select(RunRow).where(RunRow.user_id == user.id, RunRow.status == "interrupted")
+    rows = list(await db.scalars(query.order_by(RunRow.created_at.desc()).limit(100)))
+    return [item for row in rows for item in await _pending(manager, row)]
+
+
+async def _pending(manager: RunManager, row: RunRow) -> list[PendingItem]:
+    if row.status != "interrupted":
+        return []
+    try:
+        requests = await manager.runner(row.team_name).pending(row.id)
+    except RunConflict:
+        return []
+    return [
+        PendingItem(
+            run_id=row.id,
+            session_id=row.session_id,
+            request_id=r.get("id"),
+            **{k: v for k, v in r.items() if k != "id"},
+        )
+        for r in requests
+    ]

@@ -1,0 +1,202 @@
+"""Runs in the background of the server: one cached runner per served team, runs as asyncio
+tasks, every event logged (:mod:`teamgraph.server.run_log`) and streamed to subscribers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from teamgraph.events import BaseEvent, Event, RunCompleted
+from teamgraph.runtime.runner import Runner
+from teamgraph.runtime.team import Team
+from teamgraph.server import repositories as repo
+from teamgraph.server.run_log import STOPS, EventLog, LoggedRunner, cancel_stored, kind, replay
+from teamgraph.server.state import AppState
+from teamgraph.storage.models import RunRow, SessionRow
+
+log = logging.getLogger(__name__)
+
+
+class RunConflict(Exception):
+    """The session is busy, the run is paused, superseded or not running (HTTP 409)."""
+
+
+@dataclass(eq=False)
+class _Live:  # a run executing (or about to) in this process
+    run_id: str
+    session_id: str
+    user_id: str | None
+    message: str | None  # the user's words, stored in the session once the run has started
+    new: bool  # a new run: its row gets its owner and session with the first event
+    log: EventLog | None = None
+    ready: asyncio.Future[None] = field(default_factory=asyncio.Future)
+    task: asyncio.Task[None] | None = None
+    started: asyncio.Task[None] | None = None
+    cancelling: bool = False
+    ended: bool = False  # it emitted its end or its pause
+    output: str = ""
+
+
+class RunManager:
+    """Starts, resumes, cancels and streams the runs of the served teams."""
+
+    def __init__(self, state: AppState) -> None:
+        self.state = state
+        self._runners: dict[str, tuple[Team, LoggedRunner]] = {}
+        self._live: dict[str, _Live] = {}
+
+    def runner(self, team_name: str) -> Runner:
+        """The cached runner of a served team (rebuilt when the team is replaced)."""
+        team = self.state.teams.get(team_name)
+        if team is None:
+            raise RunConflict(f"team {team_name!r} is not served any more")
+        if self._runners.get(team_name, (None,))[0] is not team:
+            runner = LoggedRunner.for_team(team, self.state.backend, self._on_event)
+            self._runners[team_name] = (team, runner)
+        return self._runners[team_name][1]
+
+    async def start(
+        self,
+        user_id: str,
+        session: SessionRow,
+        team_name: str,
+        request: str,
+        template: str | None = None,
+    ) -> str:
+        """Start a run on the session's thread; returns once it has started (or raises)."""
+        runner = self.runner(team_name)
+        live = _Live(uuid.uuid4().hex, session.id, user_id, request, new=True)
+        stream = runner.stream(request, thread_id=session.id, run_id=live.run_id, template=template)
+        await self._begin(live, stream)
+        return live.run_id
+
+    async def resume(self, run_id: str, **reply: Any) -> None:
+        """Continue a paused, cancelled or crashed run (``answer``, ``decisions``, ``default``)."""
+        row = await self.state.backend.runs.get(run_id)
+        runner = self.runner(row.team_name)
+        session_id = row.session_id or row.thread_id
+        live = _Live(run_id, session_id, row.user_id, reply.get("answer"), new=False)
+        await self._begin(live, runner.resume_stream(run_id, **reply))
+
+    async def cancel(self, run_id: str) -> str:
+        """Stop a running run (it ends ``cancelled``, resumable) or close a paused one."""
+        live = self._live.get(run_id)
+        if live is not None:
+            if live.task is None:
+                raise RunConflict("the run is starting; try again")
+            self._stop(live)
+            await asyncio.shield(live.task)
+        else:
+            row = await self.state.backend.runs.get(run_id)
+            if row.status != "interrupted":
+                raise RunConflict(f"the run is not running (status {row.status!r})")
+            await cancel_stored(self.state.backend, row, "cancelled while paused")
+        return (await self.state.backend.runs.get(run_id)).status
+
+    def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
+        """Stored events with ``seq > after_seq``, then live ones until this execution ends."""
+        live = self._live.get(run_id)
+        return replay(self.state.backend.engine, run_id, after_seq, live.log if live else None)
+
+    async def shutdown(self) -> None:
+        """Cancel every running run (they stay resumable) and wait for their last writes."""
+        tasks = [live.task for live in self._live.values() if live.task is not None]
+        for live in list(self._live.values()):
+            self._stop(live)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _begin(self, live: _Live, events: AsyncIterator[Event]) -> None:
+        """Claim the session, check its latest run, run in the background; return once the
+        run has started (or raise why it could not)."""
+        if any(other.session_id == live.session_id for other in self._live.values()):
+            raise RunConflict("this session already has a running run")
+        self._live[live.run_id] = live
+        try:
+            async with self.state.sessions() as db:
+                query = select(RunRow).where(RunRow.session_id == live.session_id)
+                latest = (await db.scalars(query.order_by(RunRow.created_at.desc()))).first()
+            if latest is not None and live.new and latest.status == "interrupted":
+                raise RunConflict(f"run {latest.id} of this session is paused: resume or cancel it")
+            if latest is not None and not live.new and latest.id != live.run_id:
+                raise RunConflict(f"a later run of this session ({latest.id}) superseded this one")
+        except BaseException:
+            self._live.pop(live.run_id)
+            raise
+        live.log = EventLog(self.state.backend.engine)
+        live.task = asyncio.create_task(self._run(live, events))
+        await asyncio.shield(live.ready)
+
+    def _stop(self, live: _Live) -> None:
+        if live.task and live.log and not live.log.closed and not live.cancelling:
+            live.cancelling = True
+            live.task.cancel()
+
+    async def _run(self, live: _Live, events: AsyncIterator[Event]) -> None:
+        error: BaseException | None = None
+        try:
+            async for _ in events:
+                pass  # every event reaches _on_event as it is emitted
+        except (Exception, asyncio.CancelledError) as exc:  # the graph's errors are events
+            error = exc
+        await self._close(live, error)
+
+    async def _close(self, live: _Live, error: BaseException | None) -> None:
+        try:
+            assert live.log is not None
+            await live.log.close()
+            if live.started is not None:
+                await asyncio.gather(live.started, return_exceptions=True)
+            if live.cancelling and not live.ended:  # stopped before the graph noticed
+                row = await self.state.backend.runs.get(live.run_id)
+                if row.status in ("running", "interrupted"):
+                    await cancel_stored(self.state.backend, row, "cancelled")
+            if live.output:
+                await self._message(live, "assistant", live.output)
+        except Exception:
+            log.exception("could not close run %s cleanly", live.run_id)
+        finally:
+            self._live.pop(live.run_id, None)
+            if live.log is not None:
+                live.log.end()
+            if not live.ready.done():  # it failed to start: the caller gets the error
+                failure = RunConflict("the run stopped before it started")
+                live.ready.set_exception(error if isinstance(error, Exception) else failure)
+            elif isinstance(error, Exception):
+                log.error("run %s failed outside the graph: %r", live.run_id, error)
+
+    def _on_event(self, event: BaseEvent) -> None:
+        live = self._live.get(event.run_id)
+        if live is None or live.log is None:
+            return
+        live.log.add(event)
+        if "metrics" in self.state.extras:  # teamgraph.server.ops: step latency, tokens, cost
+            self.state.extras["metrics"].observe_event(event)
+        live.ended = live.ended or kind(event) in STOPS
+        if isinstance(event, RunCompleted):
+            live.output = event.output
+        if live.started is None:
+            live.started = asyncio.get_running_loop().create_task(self._started(live))
+
+    async def _started(self, live: _Live) -> None:
+        try:
+            if live.new:
+                await self.state.backend.runs.update(
+                    live.run_id, user_id=live.user_id, session_id=live.session_id
+                )
+            if live.message:
+                await self._message(live, "user", live.message)
+        except Exception as exc:
+            live.ready.set_exception(exc)
+            self._stop(live)
+        else:
+            live.ready.set_result(None)
+
+    async def _message(self, live: _Live, role: str, content: str) -> None:
+        async with self.state.sessions() as db:
+            await repo.add_message(db, live.session_id, role, content, live.run_id)

@@ -1,0 +1,142 @@
+"""One chat turn for the seed-compatible routes: pick the team, run it through the run manager,
+collect what the seeds' clients expect back."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+
+from teamgraph.events import Event
+from teamgraph.result import RunResult
+from teamgraph.runtime.team import Team
+from teamgraph.server.state import AppState
+from teamgraph.specs.agent import AgentSpec
+from teamgraph.specs.team import TeamSpec
+from teamgraph.storage.models import RunRow, SessionRow, TurnResultRow
+
+ENDED = {"completed", "completed_with_errors"}
+
+
+@dataclass
+class Turn:
+    """A finished (or paused) turn."""
+
+    run_id: str
+    result: RunResult
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def question(self) -> str:
+        asked = [e for e in self.events if e.type == "clarification_requested"]
+        return asked[-1].question if asked else ""
+
+    @property
+    def answer(self) -> str:
+        if self.question:
+            return self.question
+        if self.result.status in ENDED:
+            return self.result.output
+        return f"The run ended with status {self.result.status}: {self.result.error}".strip()
+
+
+async def run_turn(
+    state: AppState,
+    user_id: str,
+    session: SessionRow,
+    team: str,
+    text: str,
+    template: str | None = None,
+) -> Turn:
+    manager = state.extras["runs"]
+    run_id = await manager.start(user_id, session, team, text, template)
+    events = [e async for e in manager.events(run_id, 0)]
+    return Turn(run_id, await manager.runner(team).result(run_id), events)
+
+
+async def resume_turn(state: AppState, run_id: str, team: str, answer: str) -> Turn:
+    manager = state.extras["runs"]
+    row = await state.backend.runs.get(run_id)
+    await manager.resume(run_id, answer=answer)
+    events = [e async for e in manager.events(run_id, row.last_seq)]
+    return Turn(run_id, await manager.runner(team).result(run_id), events)
+
+
+def workflow_team(state: AppState, session: SessionRow) -> str:
+    """The session's team when it is a workflow team, else the first workflow team served."""
+    if state.teams[session.team].spec.pattern == "workflow":
+        return session.team
+    return next(n for n, t in state.teams.items() if t.spec.pattern == "workflow")
+
+
+def derived_team(state: AppState, base: str, suffix: str, spec: TeamSpec) -> str:
+    """Serve a team derived from ``base`` (one agent alone, or a subset of members)."""
+    name = f"{base}:{suffix}"
+    if name not in state.teams:
+        parent = state.teams[base]
+        state.teams[name] = Team(
+            spec.model_copy(update={"name": name}),
+            settings=state.settings,
+            registry=parent.registry,
+            models=parent.models,
+            model=parent.model,
+        )
+    return name
+
+
+def single_team(state: AppState, base: str, agent: str | None = None) -> str:
+    spec = state.teams[base].spec
+    members = [m for m in spec.members if isinstance(m, AgentSpec)]
+    chosen = next((m for m in members if m.name == agent), members[0] if members else None)
+    if chosen is None:
+        return base
+    single = spec.model_copy(update={"pattern": "single", "members": [chosen], "clarify": False})
+    return derived_team(state, base, f"single-{chosen.name}", single)
+
+
+def filtered_team(state: AppState, base: str, include: list[str], exclude: list[str]) -> str:
+    spec = state.teams[base].spec
+    members = [
+        m for m in spec.members if (not include or m.name in include) and m.name not in exclude
+    ]
+    if not members or len(members) == len(spec.members):
+        return base
+    key = "only-" + "-".join(sorted(m.name for m in members))
+    workflow = spec.workflow.model_copy(update={"default_worker": None})
+    return derived_team(
+        state, base, key, spec.model_copy(update={"members": members, "workflow": workflow})
+    )
+
+
+async def paused_run(state: AppState, session_id: str) -> RunRow | None:
+    """The session's latest run if it waits for an answer."""
+    async with state.sessions() as db:
+        query = (
+            select(RunRow)
+            .where(RunRow.session_id == session_id)
+            .order_by(RunRow.created_at.desc())
+            .limit(1)
+        )
+        row = (await db.scalars(query)).first()
+    return row if row is not None and row.status == "interrupted" else None
+
+
+async def store_turn(state: AppState, session_id: str, run_id: str, data: dict[str, Any]) -> int:
+    """Number the turn within its session and keep its orchestrator result."""
+    async with state.sessions() as db:
+        last = await db.scalar(
+            select(func.max(TurnResultRow.turn_index)).where(TurnResultRow.session_id == session_id)
+        )
+        index = int(last or 0) + 1
+        db.add(
+            TurnResultRow(
+                session_id=session_id,
+                turn_index=index,
+                run_id=run_id,
+                data=json.loads(json.dumps({**data, "turnIndex": index})),
+            )
+        )
+        await db.commit()
+    return index

@@ -1,0 +1,343 @@
+"""The runs API: start, follow over SSE (with replay), inspect, cancel, pause and resume — always
+scoped to the run's owner."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+from langchain_core.tools import tool
+
+from teamgraph.config import Settings
+from teamgraph.events import AgentMessage
+from teamgraph.runtime.team import Team
+from teamgraph.server import repositories as repo
+from teamgraph.server.app import create_app
+from teamgraph.server.run_log import FLUSH_INTERVAL, EventLog, replay, stored
+from teamgraph.server.state import AppState
+
+from .conftest import User, make_session
+
+API = "/api/v1"
+REQUEST = "Compare PostgreSQL and MongoDB on security"
+deleted: list[str] = []
+
+
+@tool
+def delete_record(record_id: str) -> str:
+    """Delete a record from the records database."""
+    deleted.append(record_id)
+    return f"deleted {record_id}"
+
+
+def serve(app: FastAPI, spec: dict[str, Any], **options: Any) -> str:
+    """Serve one more team (built on the app's settings); returns its name."""
+    state: AppState = app.state.teamgraph
+    team = Team.from_dict(spec, settings=state.settings, **options)
+    state.teams[team.spec.name] = team
+    return team.spec.name
+
+
+async def start(client: httpx.AsyncClient, user: User, session_id: str, text: str) -> str:
+    response = await client.post(
+        f"{API}/sessions/{session_id}/runs", json={"input": text}, headers=user.headers
+    )
+    assert response.status_code == 202, response.text
+    run_id: str = response.json()["run_id"]
+    return run_id
+
+
+async def sse(
+    client: httpx.AsyncClient, user: User, run_id: str, last_id: int | None = None, **params: Any
+) -> list[dict[str, Any]]:
+    """The stream's events as ``{"id", "event", "data"}``, parsed line by line."""
+    headers = {**user.headers, **({"Last-Event-ID": str(last_id)} if last_id is not None else {})}
+    url = f"{API}/runs/{run_id}/events"
+    events: list[dict[str, Any]] = []
+    fields: dict[str, str] = {}
+    async with client.stream("GET", url, headers=headers, params=params) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            if line.startswith(":"):  # a comment (keep-alive ping)
+                continue
+            if line:
+                name, _, value = line.partition(":")
+                fields[name] = value.removeprefix(" ")
+                continue
+            if "data" in fields:
+                data = json.loads(fields["data"])
+                events.append({"id": int(fields["id"]), "event": fields["event"], "data": data})
+            fields = {}
+    return events
+
+
+async def messages(app: FastAPI, session_id: str) -> list[tuple[str, str]]:
+    async with app.state.teamgraph.sessions() as db:
+        return [(m.role, m.content) for m in await repo.messages(db, session_id)]
+
+
+async def test_a_run_streams_to_its_end_and_replays_from_any_point(
+    client: httpx.AsyncClient, app: FastAPI, alice: User
+) -> None:
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    run_id = await start(client, alice, sid, REQUEST)
+    events = await sse(client, alice, run_id)
+    ids = [e["id"] for e in events]
+    assert ids == sorted(set(ids)) and ids[0] == 1
+    assert events[0]["event"] == "run_started" and events[-1]["event"] == "run_completed"
+    assert all(e["data"]["seq"] == e["id"] and e["data"]["type"] == e["event"] for e in events)
+    assert {"plan_created", "step_started", "step_completed", "token"} <= {
+        e["event"] for e in events
+    }
+    middle = ids[len(ids) // 2]
+    rest = [e for e in events if e["id"] > middle]
+    assert await sse(client, alice, run_id, last_id=middle) == rest
+    assert await sse(client, alice, run_id, after=middle) == rest
+    assert await sse(client, alice, run_id, last_id=middle, after=0) == rest  # the header wins
+    assert await sse(client, alice, run_id) == events  # a finished run replays in full
+
+    run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
+    assert (run["status"], run["team"], run["pattern"]) == ("completed", "research", "workflow")
+    assert run["session_id"] == sid and run["thread_id"] == sid and run["input"] == REQUEST
+    assert run["planner_tier"] == "llm" and run["plan"]["steps"]
+    assert [s["status"] for s in run["steps"]] == ["done"] * len(run["plan"]["steps"])
+    assert run["usage"]["input_tokens"] > 0 and run["usage_by_agent"]
+    assert run["finished_at"] and run["created_at"] and run["error"] is None
+    listed = (await client.get(f"{API}/sessions/{sid}/runs", headers=alice.headers)).json()
+    assert [(r["run_id"], r["status"]) for r in listed] == [(run_id, "completed")]
+    output = events[-1]["data"]["output"]
+    assert await messages(app, sid) == [("user", REQUEST), ("assistant", output)]
+
+
+async def test_cancel_stops_a_run_which_can_resume_later(
+    client: httpx.AsyncClient, app: FastAPI, alice: User
+) -> None:
+    slow = {"name": "slow", "model_kwargs": {"latency": 0.3}, "members": ["researcher", "writer"]}
+    sid = (await make_session(client, alice, team=serve(app, slow)))["session_id"]
+    run_id = await start(client, alice, sid, REQUEST)
+    busy = await client.post(
+        f"{API}/sessions/{sid}/runs", json={"input": "another"}, headers=alice.headers
+    )
+    assert busy.status_code == 409  # one run at a time per session (it is one thread)
+    cancelled = await client.post(f"{API}/runs/{run_id}/cancel", headers=alice.headers)
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    events = await sse(client, alice, run_id)
+    assert events[-1]["event"] == "run_cancelled"
+    run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
+    assert run["status"] == "cancelled"
+    again = await client.post(f"{API}/runs/{run_id}/cancel", headers=alice.headers)
+    assert again.status_code == 409
+
+    resumed = await client.post(f"{API}/runs/{run_id}/resume", headers=alice.headers)
+    assert resumed.status_code == 202
+    more = await sse(client, alice, run_id, last_id=events[-1]["id"])
+    assert more[0]["event"] == "resumed" and more[-1]["event"] == "run_completed"
+    assert more[0]["id"] > events[-1]["id"]
+    run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
+    assert run["status"] == "completed"
+
+
+async def test_a_clarification_pauses_the_run_until_answered(
+    client: httpx.AsyncClient, app: FastAPI, alice: User
+) -> None:
+    desk = {"name": "desk", "clarify": True, "members": ["researcher", "writer"]}
+    sid = (await make_session(client, alice, team=serve(app, desk)))["session_id"]
+    run_id = await start(client, alice, sid, "help")
+    events = await sse(client, alice, run_id)
+    assert events[-1]["event"] == "clarification_requested"  # the stream ends at the pause
+    run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
+    assert run["status"] == "interrupted"
+    pending = (await client.get(f"{API}/runs/{run_id}/pending", headers=alice.headers)).json()
+    assert [(p["type"], p["run_id"]) for p in pending] == [("clarification", run_id)]
+    assert pending[0]["question"] == events[-1]["data"]["question"]
+    assert (await client.get(f"{API}/pending", headers=alice.headers)).json() == pending
+    blocked = await client.post(
+        f"{API}/sessions/{sid}/runs", json={"input": "something else"}, headers=alice.headers
+    )
+    assert blocked.status_code == 409 and "paused" in blocked.text
+    unanswered = await client.post(f"{API}/runs/{run_id}/resume", json={}, headers=alice.headers)
+    assert unanswered.status_code == 400 and "answer" in unanswered.text
+
+    answer = "compare PostgreSQL and MongoDB security"
+    resumed = await client.post(
+        f"{API}/runs/{run_id}/resume", json={"answer": answer}, headers=alice.headers
+    )
+    assert resumed.status_code == 202
+    more = await sse(client, alice, run_id, last_id=events[-1]["id"])
+    assert more[0]["event"] == "resumed" and more[-1]["event"] == "run_completed"
+    assert await sse(client, alice, run_id) == events + more
+    assert (await client.get(f"{API}/runs/{run_id}/pending", headers=alice.headers)).json() == []
+    output = more[-1]["data"]["output"]
+    assert await messages(app, sid) == [("user", "help"), ("user", answer), ("assistant", output)]
+
+
+async def test_a_sensitive_tool_call_waits_for_approval(
+    client: httpx.AsyncClient, app: FastAPI, alice: User
+) -> None:
+    deleted.clear()
+    clerks = {
+        "name": "clerks",
+        "members": [{"name": "clerk", "description": "keeps records", "tools": ["delete_record"]}],
+    }
+    sid = (await make_session(client, alice, team=serve(app, clerks, tools=[delete_record])))[
+        "session_id"
+    ]
+    run_id = await start(client, alice, sid, "delete record 7")
+    events = await sse(client, alice, run_id)
+    assert events[-1]["event"] == "approval_requested" and deleted == []
+    [item] = (await client.get(f"{API}/runs/{run_id}/pending", headers=alice.headers)).json()
+    assert (item["type"], item["tool"]) == ("approval", "delete_record")
+    assert item["request_id"] == events[-1]["data"]["request_id"]
+    bad = {"decisions": {item["request_id"]: {"action": "maybe"}}}
+    invalid = await client.post(f"{API}/runs/{run_id}/resume", json=bad, headers=alice.headers)
+    assert invalid.status_code == 422
+
+    approve = {"decisions": {item["request_id"]: {"action": "approve"}}}
+    response = await client.post(f"{API}/runs/{run_id}/resume", json=approve, headers=alice.headers)
+    assert response.status_code == 202
+    more = await sse(client, alice, run_id, last_id=events[-1]["id"])
+    assert more[-1]["event"] == "run_completed" and len(deleted) == 1
+    run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
+    assert run["status"] == "completed" and run["steps"][0]["status"] == "done"
+
+
+async def test_a_paused_run_can_be_closed(
+    client: httpx.AsyncClient, app: FastAPI, alice: User
+) -> None:
+    desk = {"name": "desk", "clarify": True, "members": ["researcher", "writer"]}
+    sid = (await make_session(client, alice, team=serve(app, desk)))["session_id"]
+    run_id = await start(client, alice, sid, "help")
+    paused = await sse(client, alice, run_id)
+    closed = await client.post(f"{API}/runs/{run_id}/cancel", headers=alice.headers)
+    assert closed.status_code == 200 and closed.json()["status"] == "cancelled"
+    [last] = await sse(client, alice, run_id, last_id=paused[-1]["id"])
+    assert (last["event"], last["id"]) == ("run_cancelled", paused[-1]["id"] + 1)
+    assert (await client.get(f"{API}/pending", headers=alice.headers)).json() == []
+    second = await start(client, alice, sid, REQUEST)  # the session is free again
+    assert (await sse(client, alice, second))[-1]["event"] == "run_completed"
+    superseded = await client.post(
+        f"{API}/runs/{run_id}/resume", json={"answer": "x"}, headers=alice.headers
+    )
+    assert superseded.status_code == 409 and "superseded" in superseded.text
+
+
+async def test_another_users_runs_are_404_on_every_route(
+    client: httpx.AsyncClient, app: FastAPI, alice: User, bob: User
+) -> None:
+    desk = {"name": "desk", "clarify": True, "members": ["researcher", "writer"]}
+    sid = (await make_session(client, alice, team=serve(app, desk)))["session_id"]
+    run_id = await start(client, alice, sid, "help")
+    await sse(client, alice, run_id)
+    for method, path, body in [
+        ("GET", f"{API}/runs/{run_id}", None),
+        ("GET", f"{API}/runs/{run_id}/events", None),
+        ("POST", f"{API}/runs/{run_id}/cancel", None),
+        ("POST", f"{API}/runs/{run_id}/resume", {"answer": "mine now"}),
+        ("GET", f"{API}/runs/{run_id}/pending", None),
+        ("GET", f"{API}/sessions/{sid}/runs", None),
+        ("POST", f"{API}/sessions/{sid}/runs", {"input": "hello"}),
+        ("GET", f"{API}/runs/does-not-exist", None),
+    ]:
+        response = await client.request(method, path, json=body, headers=bob.headers)
+        assert response.status_code == 404, (method, path, response.text)
+    assert (await client.get(f"{API}/pending", headers=bob.headers)).json() == []
+    run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
+    assert run["status"] == "interrupted"  # untouched
+    assert len((await client.get(f"{API}/pending", headers=alice.headers)).json()) == 1
+
+
+async def test_bodies_and_headers_are_validated(client: httpx.AsyncClient, alice: User) -> None:
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    url = f"{API}/sessions/{sid}/runs"
+    for body in (
+        {"input": ""},
+        {"input": "   "},
+        {"input": "x" * 20001},
+        {"input": "hi", "options": {"turbo": True}},
+        {"input": "hi", "unknown": 1},
+    ):
+        response = await client.post(url, json=body, headers=alice.headers)
+        assert response.status_code == 422, body
+    assert (await client.post(url, json={"input": "hi"})).status_code == 401
+    run_id = await start(client, alice, sid, REQUEST)
+    bad_id = await client.get(
+        f"{API}/runs/{run_id}/events", headers={**alice.headers, "Last-Event-ID": "abc"}
+    )
+    assert bad_id.status_code == 422
+
+
+async def test_readers_joining_a_live_run_miss_nothing_and_see_nothing_twice(
+    client: httpx.AsyncClient, app: FastAPI, alice: User
+) -> None:
+    slow = {"name": "slow", "model_kwargs": {"latency": 0.1}, "members": ["researcher", "writer"]}
+    sid = (await make_session(client, alice, team=serve(app, slow)))["session_id"]
+    run_id = await start(client, alice, sid, REQUEST)
+
+    async def join(delay: float, last_id: int | None = None) -> list[dict[str, Any]]:
+        await asyncio.sleep(delay)
+        return await sse(client, alice, run_id, last_id=last_id)
+
+    readers = [join(0), join(0.05), join(0.15, last_id=2), join(0.3), join(0.45, last_id=5)]
+    seen = await asyncio.gather(*readers)
+    full = await sse(client, alice, run_id)
+    assert [e["id"] for e in full] == list(range(1, len(full) + 1))  # one execution: no gaps
+    assert full[-1]["event"] == "run_completed"
+    for events, after in zip(seen, [0, 0, 2, 0, 5], strict=True):
+        assert events == [e for e in full if e["id"] > after]
+
+
+async def test_shutdown_cancels_running_runs_which_resume_in_the_next_process(
+    client: httpx.AsyncClient, app: FastAPI, alice: User, api_settings: Settings
+) -> None:
+    slow = {"name": "slow", "model_kwargs": {"latency": 0.3}, "members": ["researcher", "writer"]}
+    serve(app, slow)
+    sid = (await make_session(client, alice, team="slow"))["session_id"]
+    second = create_app(api_settings)  # another process on the same database
+    async with second.router.lifespan_context(second):
+        serve(second, slow)
+        transport = httpx.ASGITransport(app=second)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as other:
+            run_id = await start(other, alice, sid, REQUEST)
+    events = await sse(client, alice, run_id)  # the first process replays what the second did
+    assert events[-1]["event"] == "run_cancelled"
+    assert (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()[
+        "status"
+    ] == "cancelled"
+    resumed = await client.post(f"{API}/runs/{run_id}/resume", headers=alice.headers)
+    assert resumed.status_code == 202
+    more = await sse(client, alice, run_id, last_id=events[-1]["id"])
+    assert more[0]["event"] == "resumed" and more[-1]["event"] == "run_completed", more[-1]
+
+
+async def test_the_log_merges_stored_unstored_and_coming_events(app: FastAPI) -> None:
+    engine = app.state.teamgraph.backend.engine
+    for n, pause in enumerate((0.0, 0.01, 0.03, 0.06)):
+        run_id = f"log-{n}"
+
+        def message(seq: int, run_id: str = run_id) -> AgentMessage:  # batched, not urgent
+            return AgentMessage(run_id=run_id, seq=seq, agent="a", content=f"m{seq}")
+
+        log = EventLog(engine)
+        for seq in (1, 2, 3):
+            log.add(message(seq))
+        await asyncio.sleep(FLUSH_INTERVAL * 3)  # stored
+        for seq in (4, 5, 6):
+            log.add(message(seq))  # not stored yet
+        reader = asyncio.create_task(_collect(replay(engine, run_id, 1, log)))
+        await asyncio.sleep(pause)  # the batch of 4-6 is written before, while or after reading
+        for seq in (7, 8):
+            log.add(message(seq))
+        await log.close()
+        log.end()
+        assert await reader == [2, 3, 4, 5, 6, 7, 8], pause
+        assert await _collect(stored(engine, run_id, 0)) == list(range(1, 9))
+        assert not log.subscribers
+
+
+async def _collect(events: AsyncIterator[Any]) -> list[int]:
+    return [event.seq async for event in events]

@@ -1,0 +1,166 @@
+"""The seeds' routes work unchanged: workflow chat (+stream, templates), chat with modes,
+messages, and the unified /api/chat with its orchestrator result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import User, make_session
+
+REQUEST = "Compare PostgreSQL and MongoDB on security and cost"
+
+
+async def _session_headers(client: httpx.AsyncClient, user: User, **body: Any) -> dict[str, str]:
+    session = await make_session(client, user, **body)
+    return {"Authorization": f"Bearer {session['token']['access_token']}"}
+
+
+def _body(text: str = REQUEST) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+async def test_workflow_chat_and_templates(client: httpx.AsyncClient, alice: User) -> None:
+    headers = await _session_headers(client, alice, team="research")
+    reply = await client.post("/api/v1/chatbot/workflow/chat", json=_body(), headers=headers)
+    assert reply.status_code == 200, reply.text
+    messages = reply.json()["messages"]
+    assert messages[0]["content"] == REQUEST and messages[-1]["role"] == "assistant"
+    assert messages[-1]["content"].startswith("# Workflow Results:")
+    templated = await client.post(
+        "/api/v1/chatbot/workflow/chat?template=research_report",
+        json=_body("Quantum batteries"),
+        headers=headers,
+    )
+    assert "# Workflow Results: research_report" in templated.json()["messages"][-1]["content"]
+    names = {
+        t["name"]
+        for t in (await client.get("/api/v1/chatbot/workflow/templates", headers=headers)).json()[
+            "templates"
+        ]
+    }
+    assert {"code_review", "research_report", "data_pipeline", "parallel_comparison"} <= names
+
+
+async def test_workflow_stream_sends_content_then_done(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    headers = await _session_headers(client, alice, team="research")
+    async with client.stream(
+        "POST", "/api/v1/chatbot/workflow/chat/stream", json=_body(), headers=headers
+    ) as response:
+        lines = [line async for line in response.aiter_lines() if line.startswith("data:")]
+    chunks = [json.loads(line.removeprefix("data:").strip()) for line in lines]
+    assert chunks[-1] == {"content": "", "done": True}
+    assert all(not c["done"] for c in chunks[:-1]) and len(chunks) > 2
+    assert "".join(c["content"] for c in chunks).startswith("# Workflow Results:")
+
+
+async def test_chat_modes_and_messages(client: httpx.AsyncClient, alice: User) -> None:
+    headers = await _session_headers(client, alice, team="research")
+    single = await client.post("/api/v1/chatbot/chat?mode=single", json=_body(), headers=headers)
+    multi = await client.post("/api/v1/chatbot/chat?mode=multi", json=_body(), headers=headers)
+    assert not single.json()["messages"][-1]["content"].startswith("# Workflow Results")
+    assert multi.json()["messages"][-1]["content"].startswith("# Workflow Results")
+    history = (await client.get("/api/v1/chatbot/messages", headers=headers)).json()["messages"]
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    cleared = await client.delete("/api/v1/chatbot/messages", headers=headers)
+    assert cleared.json()["deleted"] == 4
+    assert (await client.get("/api/v1/chatbot/messages", headers=headers)).json() == {
+        "messages": []
+    }
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "at least 1 character"),
+        ("x" * 3001, "at most 3000"),
+        ("hi <script>alert(1)</script>", "script"),
+        ("nul \x00 byte", "NUL"),
+    ],
+)
+async def test_message_validation(
+    client: httpx.AsyncClient, alice: User, content: str, message: str
+) -> None:
+    headers = await _session_headers(client, alice)
+    reply = await client.post("/api/v1/chatbot/chat", json=_body(content), headers=headers)
+    assert reply.status_code == 422
+    body = reply.json()
+    assert body["detail"] == "Validation error"
+    assert body["errors"][0]["field"] == "messages.0.content"
+    assert message in body["errors"][0]["message"]
+
+
+async def test_chat_routes_need_a_session_token(client: httpx.AsyncClient, alice: User) -> None:
+    reply = await client.post("/api/v1/chatbot/chat", json=_body(), headers=alice.headers)
+    assert reply.status_code == 401 and "session token" in reply.text
+
+
+def _ai_stream(text: str) -> list[tuple[str, Any]]:
+    return [(line[0], json.loads(line[2:])) for line in text.splitlines() if line]
+
+
+async def test_unified_chat_multi_single_and_turns(client: httpx.AsyncClient, alice: User) -> None:
+    session = await make_session(client, alice, team="research")
+    data = {"sessionId": session["session_id"], "mode": "auto"}
+    multi = await client.post("/api/chat", json={**_body(), "data": data}, headers=alice.headers)
+    assert multi.status_code == 200 and multi.headers["X-Chat-Mode"] == "multi"
+    parts = _ai_stream(multi.text)
+    assert parts[0][0] == "0" and parts[0][1].startswith("# Workflow Results")
+    orchestrator = parts[-1][1][0]
+    assert orchestrator["type"] == "orchestrator" and orchestrator["success"] is True
+    assert orchestrator["turnIndex"] == 1 and orchestrator["shouldClarify"] is False
+    assert len(orchestrator["tasks"]) == 3 and len(orchestrator["results"]) == 3
+    again = await client.post("/api/chat", json={**_body(), "data": data}, headers=alice.headers)
+    assert _ai_stream(again.text)[-1][1][0]["turnIndex"] == 2
+    single = await client.post(
+        "/api/chat", json={**_body(), "data": {**data, "mode": "single"}}, headers=alice.headers
+    )
+    assert "X-Chat-Mode" not in single.headers
+    assert all(kind == "0" for kind, _ in _ai_stream(single.text))
+
+
+async def test_unified_chat_clarifies_then_continues(
+    client: httpx.AsyncClient, alice: User, app: Any
+) -> None:
+    from teamgraph.runtime.team import Team
+
+    state = app.state.teamgraph
+    state.teams["desk"] = Team.from_dict(
+        {"name": "desk", "clarify": True, "members": ["researcher", "writer"]},
+        settings=state.settings,
+    )
+    session = await make_session(client, alice, team="desk")
+    data = {"sessionId": session["session_id"]}
+    first = await client.post(
+        "/api/chat", json={**_body("help"), "data": data}, headers=alice.headers
+    )
+    orchestrator = _ai_stream(first.text)[-1][1][0]
+    assert orchestrator["shouldClarify"] is True and orchestrator["clarificationQuestion"]
+    second = await client.post(
+        "/api/chat",
+        json={
+            **_body("help"),
+            "data": {**data, "confirmedIntent": "compare PostgreSQL and MongoDB security"},
+        },
+        headers=alice.headers,
+    )
+    final = _ai_stream(second.text)[-1][1][0]
+    assert final["success"] is True and final["shouldClarify"] is False
+    assert any("PostgreSQL" in task["description"] for task in final["tasks"])
+
+
+async def test_unified_chat_is_owner_scoped(
+    client: httpx.AsyncClient, alice: User, bob: User
+) -> None:
+    session = await make_session(client, alice)
+    reply = await client.post(
+        "/api/chat",
+        json={**_body(), "data": {"sessionId": session["session_id"]}},
+        headers=bob.headers,
+    )
+    assert reply.status_code == 404
