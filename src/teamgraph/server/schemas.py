@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, EmailStr, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, EmailStr, Field, field_validator
 
 from teamgraph.events import TokenUsage
 from teamgraph.result import StepResult
 from teamgraph.server.security import password_problems
+
+
+def no_nul(value: str) -> str:
+    """PostgreSQL cannot store NUL characters in text: refuse them at the edge."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL bytes")
+    return value
+
+
+SafeText = Annotated[str, AfterValidator(no_nul)]
 
 
 class Credentials(BaseModel):
@@ -40,9 +50,11 @@ class UserOut(BaseModel):
 class SessionCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(default="", max_length=200)
-    team: str | None = Field(default=None, description="Team name (default: the first served).")
-    template: str | None = Field(default=None, max_length=200)
+    name: SafeText = Field(default="", max_length=200)
+    team: SafeText | None = Field(
+        default=None, description="Team name (default: the first served)."
+    )
+    template: SafeText | None = Field(default=None, max_length=200)
 
 
 class SessionOut(BaseModel):
@@ -55,7 +67,7 @@ class SessionOut(BaseModel):
 
 
 class SessionRename(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: SafeText = Field(min_length=1, max_length=200)
 
 
 class TeamOut(BaseModel):
@@ -111,8 +123,8 @@ class RunOptions(BaseModel):
 class RunCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    input: str = Field(min_length=1, max_length=20000, description="What the team should do.")
-    template: str | None = Field(
+    input: SafeText = Field(min_length=1, max_length=20000, description="What the team should do.")
+    template: SafeText | None = Field(
         default=None, max_length=200, description="Workflow template (default: the session's)."
     )
     options: RunOptions = Field(default_factory=RunOptions)
@@ -134,14 +146,16 @@ class RunDecision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     action: Literal["approve", "reject", "edit"]
-    comment: str | None = Field(default=None, max_length=2000, description="Shown to the agent.")
+    comment: SafeText | None = Field(
+        default=None, max_length=2000, description="Shown to the agent."
+    )
     args: dict[str, Any] | None = Field(default=None, description="The new arguments (edit).")
 
 
 class RunResume(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    answer: str | None = Field(
+    answer: SafeText | None = Field(
         default=None, min_length=1, max_length=20000, description="Answer to the run's question."
     )
     decisions: dict[str, RunDecision] = Field(

@@ -23,6 +23,8 @@ from teamgraph.server.schemas import (
 )
 from teamgraph.storage.models import RunRow
 
+MAX_SEQ = 2**31 - 1  # event seqs are 32-bit integers in the database
+
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
 
@@ -104,14 +106,16 @@ async def run_events(
     run: OwnedRun,
     manager: Manager,
     db: Db,
-    after: Annotated[int, Query(ge=0, description="Only events with a greater seq.")] = 0,
+    after: Annotated[
+        int, Query(ge=0, le=MAX_SEQ, description="Only events with a greater seq.")
+    ] = 0,
     last_event_id: Annotated[str | None, Header(description="Set by reconnecting clients.")] = None,
 ) -> EventSourceResponse:
     """Server-sent events (``id``: seq, ``event``: type, ``data``: the event as JSON): the stored
     ones, then live ones; the stream ends when the run ends or pauses. ``Last-Event-ID`` (it
     wins over ``after``) resumes a stream where it broke; a finished run replays from the start."""
     if last_event_id is not None:
-        if not last_event_id.strip().isdigit():
+        if not last_event_id.strip().isdigit() or int(last_event_id) > MAX_SEQ:
             raise HTTPException(
                 status.HTTP_422_UNPROCESSABLE_CONTENT, detail="Last-Event-ID must be an event seq"
             )

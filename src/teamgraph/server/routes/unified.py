@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
-from teamgraph.server.schemas import ChatMessage
+from teamgraph.server.schemas import ChatMessage, SafeText
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import (
     Turn,
@@ -38,9 +38,9 @@ class AgentPreferences(BaseModel):
 
 
 class ChatData(BaseModel):
-    sessionId: str
+    sessionId: SafeText
     mode: Literal["auto", "single", "multi"] = "auto"
-    confirmedIntent: str | None = Field(default=None, max_length=3000)
+    confirmedIntent: SafeText | None = Field(default=None, max_length=3000)
     agentPreferences: AgentPreferences = Field(default_factory=AgentPreferences)
 
 
