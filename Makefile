@@ -38,6 +38,7 @@ bench: setup
 	$(VENV)/bin/python benchmarks/scheduling.py
 	$(VENV)/bin/python benchmarks/tools.py
 	$(VENV)/bin/python benchmarks/sandbox.py
+	$(VENV)/bin/python benchmarks/server.py
 
 clean:
 	rm -rf .tools $(VENV) teamgraph.db

@@ -225,11 +225,16 @@ def serve(
     db: DbOption = None,
 ) -> None:
     """Start the HTTP service (API, SSE streams, web workspace)."""
+    import os
+
     import uvicorn
 
     from teamgraph.server.app import create_app
 
-    uvicorn.run(create_app(_settings(db)), host=host, port=port, log_level="info")
+    os.environ.setdefault("TEAMGRAPH_JSON_LOGS", "true")
+    uvicorn.run(
+        create_app(_settings(db)), host=host, port=port, log_level="info", access_log=False
+    )  # our request log line carries request ids
 
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)

@@ -76,6 +76,14 @@ async def sse(
     return events
 
 
+async def progressed(app: FastAPI, run_id: str) -> None:
+    """Wait for the run's first model call: a run stopped before LangGraph's first checkpoint
+    cannot resume (reported to the runner's owner)."""
+    engine = app.state.teamgraph.backend.engine
+    while not [e async for e in stored(engine, run_id, 0) if e.type == "usage"]:
+        await asyncio.sleep(0.02)
+
+
 async def messages(app: FastAPI, session_id: str) -> list[tuple[str, str]]:
     async with app.state.teamgraph.sessions() as db:
         return [(m.role, m.content) for m in await repo.messages(db, session_id)]
@@ -124,6 +132,7 @@ async def test_cancel_stops_a_run_which_can_resume_later(
         f"{API}/sessions/{sid}/runs", json={"input": "another"}, headers=alice.headers
     )
     assert busy.status_code == 409  # one run at a time per session (it is one thread)
+    await progressed(app, run_id)
     cancelled = await client.post(f"{API}/runs/{run_id}/cancel", headers=alice.headers)
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     events = await sse(client, alice, run_id)
@@ -303,6 +312,7 @@ async def test_shutdown_cancels_running_runs_which_resume_in_the_next_process(
         transport = httpx.ASGITransport(app=second)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as other:
             run_id = await start(other, alice, sid, REQUEST)
+            await progressed(second, run_id)
     events = await sse(client, alice, run_id)  # the first process replays what the second did
     assert events[-1]["event"] == "run_cancelled"
     assert (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()[

@@ -44,8 +44,8 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = _header(scope, b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+        declared = _header(scope, b"content-length")  # not a number: only the count decides
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await _too_large(self.limit, scope, receive, send)
             return
         received = 0

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Literal
 
 from fastapi import APIRouter
+from sqlalchemy.ext.asyncio import AsyncSession
 from sse_starlette.sse import EventSourceResponse
 
 from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
@@ -30,8 +31,14 @@ def _last_user(body: ChatRequest) -> str:
 
 
 async def _turn(
-    state: AppState, session: SessionRow, team: str, body: ChatRequest, template: str | None = None
+    state: AppState,
+    db: AsyncSession,
+    session: SessionRow,
+    team: str,
+    body: ChatRequest,
+    template: str | None = None,
 ) -> Turn:
+    await db.close()  # give the request's connection back: a whole run needs the pool
     return await run_turn(state, session.user_id, session, team, _last_user(body), template)
 
 
@@ -56,20 +63,20 @@ def _chunks(turn: Turn) -> AsyncIterator[str]:
 
 @router.post("/workflow/chat", response_model=ChatResponse)
 async def workflow_chat(
-    body: ChatRequest, session: CurrentSession, state: State, template: str | None = None
+    body: ChatRequest, session: CurrentSession, state: State, db: Db, template: str | None = None
 ) -> ChatResponse:
     """Run the workflow team (``?template=`` picks a plan template) on the last user message."""
     team = workflow_team(state, session)
-    return _reply(body, await _turn(state, session, team, body, template or session.template))
+    return _reply(body, await _turn(state, db, session, team, body, template or session.template))
 
 
 @router.post("/workflow/chat/stream")
 async def workflow_chat_stream(
-    body: ChatRequest, session: CurrentSession, state: State, template: str | None = None
+    body: ChatRequest, session: CurrentSession, state: State, db: Db, template: str | None = None
 ) -> EventSourceResponse:
     """SSE ``data: {"content", "done"}`` lines; an error ends with ``done`` and its text."""
     team = workflow_team(state, session)
-    turn = await _turn(state, session, team, body, template or session.template)
+    turn = await _turn(state, db, session, team, body, template or session.template)
     return EventSourceResponse(_chunks(turn))
 
 
@@ -85,17 +92,17 @@ def _team_for(state: AppState, session: SessionRow, mode: Mode) -> str:
 
 @router.post("/chat", response_model=ChatResponse)
 async def chat(
-    body: ChatRequest, session: CurrentSession, state: State, mode: Mode = "multi"
+    body: ChatRequest, session: CurrentSession, state: State, db: Db, mode: Mode = "multi"
 ) -> ChatResponse:
     """``mode=single``: the session team's first agent alone; ``multi``: the whole team."""
-    return _reply(body, await _turn(state, session, _team_for(state, session, mode), body))
+    return _reply(body, await _turn(state, db, session, _team_for(state, session, mode), body))
 
 
 @router.post("/chat/stream")
 async def chat_stream(
-    body: ChatRequest, session: CurrentSession, state: State, mode: Mode = "multi"
+    body: ChatRequest, session: CurrentSession, state: State, db: Db, mode: Mode = "multi"
 ) -> EventSourceResponse:
-    turn = await _turn(state, session, _team_for(state, session, mode), body)
+    turn = await _turn(state, db, session, _team_for(state, session, mode), body)
     return EventSourceResponse(_chunks(turn))
 
 

@@ -69,9 +69,10 @@ def _summary(row: RunRow) -> dict[str, Any]:
     "/sessions/{session_id}/runs", response_model=RunAccepted, status_code=status.HTTP_202_ACCEPTED
 )
 async def start_run(
-    session: OwnedSession, body: RunCreate, manager: Manager, state: State
+    session: OwnedSession, body: RunCreate, manager: Manager, state: State, db: Db
 ) -> RunAccepted:
     """Start a run of the session's team on the session's thread; follow it on ``events``."""
+    await db.close()  # give the connection back: starting a run needs the pool
     with conflicts():
         run_id = await manager.start(
             session.user_id, session, session.team, body.input, body.template or session.template

@@ -56,6 +56,7 @@ async def unified_chat(
     session = await repo.owned_session(db, user.id, body.data.sessionId)
     if session is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Session not found")
+    await db.close()  # give the connection back: a whole run needs the pool
     base = state.teams[session.team]
     multi = body.data.mode == "multi" or (body.data.mode == "auto" and len(base.spec.members) > 1)
     if not multi:
