@@ -79,3 +79,17 @@ async def test_finished_runs_cannot_be_resumed(settings: Any) -> None:
     await team.run("x", run_id="done", plan=_plan())
     with pytest.raises(UsageError, match="already ended with status 'completed'"):
         await team.resume("done")
+
+
+async def test_a_run_stopped_before_its_first_checkpoint_starts_again(settings: Any) -> None:
+    team = Team.from_dict(team_dict(), settings=settings)  # the offline model plans
+    async with team.runner() as runner:
+        stream = runner.stream("Compare Rust and Go on speed and safety", run_id="early")
+        assert (await anext(stream)).type == "run_started"
+        await stream.aclose()  # cancelled before LangGraph wrote anything
+        assert (await runner.backend.runs.get("early")).status == "cancelled"
+        events = [e async for e in runner.resume_stream("early")]
+        result = await runner.result("early")
+    assert result.status == "completed" and events[-1].type == "run_completed"
+    assert [s.id for s in result.steps] == ["research_speed", "research_safety", "summary"]
+    assert all(s.status == "done" for s in result.steps)

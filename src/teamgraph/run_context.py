@@ -85,6 +85,7 @@ class RunContext:
     path: tuple[str, ...] = ()  # team → nested team; empty means (team.name,)
     parent_id: str | None = None  # the step or agent a nested team works for
     scope: str = ""  # key prefix of ledger records; empty means run_id
+    closed: bool = False  # the run row already records how this execution ended
     _tool_cache: dict[str, list[BaseTool]] = field(default_factory=dict)
 
     def emit(self, cls: type[E], *path: str, **fields: Any) -> E:

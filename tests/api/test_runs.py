@@ -80,8 +80,11 @@ async def progressed(app: FastAPI, run_id: str) -> None:
     """Wait for the run's first model call: a run stopped before LangGraph's first checkpoint
     cannot resume (reported to the runner's owner)."""
     engine = app.state.teamgraph.backend.engine
-    while not [e async for e in stored(engine, run_id, 0) if e.type == "usage"]:
+    for _ in range(500):
+        if [e async for e in stored(engine, run_id, 0) if e.type == "usage"]:
+            return
         await asyncio.sleep(0.02)
+    raise AssertionError(f"run {run_id} made no progress")
 
 
 async def messages(app: FastAPI, session_id: str) -> list[tuple[str, str]]:
@@ -351,3 +354,53 @@ async def test_the_log_merges_stored_unstored_and_coming_events(app: FastAPI) ->
 
 async def _collect(events: AsyncIterator[Any]) -> list[int]:
     return [event.seq async for event in events]
+
+
+async def test_shared_notes_are_per_user_on_the_server(
+    client: httpx.AsyncClient, alice: User, bob: User, app: Any
+) -> None:
+    """Runs through the server namespace save_note/search_notes by the run's user."""
+    from teamgraph.runtime.team import Team
+    from teamgraph.testing import ScriptedChatModel, ToolCall
+
+    state = app.state.teamgraph
+    spec = {
+        "name": "memo",
+        "pattern": "single",
+        "members": [
+            {"name": "scribe", "description": "takes notes", "tools": ["save_note", "search_notes"]}
+        ],
+    }
+    saver = ScriptedChatModel(
+        responses=[ToolCall("save_note", {"text": "alice secret blue"}), "saved"]
+    )
+    state.teams["memo"] = Team.from_dict(spec, settings=state.settings, model=saver)
+    alice_session = await make_session(client, alice, team="memo")
+    started = await client.post(
+        f"/api/v1/sessions/{alice_session['session_id']}/runs",
+        json={"input": "remember"},
+        headers=alice.headers,
+    )
+    await _drain(client, started.json()["run_id"], alice)
+    searcher = ScriptedChatModel(
+        responses=[ToolCall("search_notes", {"query": "secret blue"}), lambda m: str(m[-1].content)]
+    )
+    state.teams["memo"] = Team.from_dict(spec, settings=state.settings, model=searcher)
+    state.extras["runs"]._runners.pop("memo", None)
+    bob_session = await make_session(client, bob, team="memo")
+    started = await client.post(
+        f"/api/v1/sessions/{bob_session['session_id']}/runs",
+        json={"input": "recall"},
+        headers=bob.headers,
+    )
+    await _drain(client, started.json()["run_id"], bob)
+    run = (await client.get(f"/api/v1/runs/{started.json()['run_id']}", headers=bob.headers)).json()
+    assert "No notes matched" in run["output"]
+
+
+async def _drain(client: httpx.AsyncClient, run_id: str, user: User) -> None:
+    async with client.stream(
+        "GET", f"/api/v1/runs/{run_id}/events", headers=user.headers
+    ) as events:
+        async for _ in events.aiter_lines():
+            pass

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from contextlib import suppress
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing, suppress
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -86,8 +86,10 @@ class Runner:
         run_id: str | None = None,
         template: str | None = None,
         plan: Plan | None = None,
-    ) -> AsyncIterator[Event]:
-        """Start a run and yield its events as they happen."""
+        user_id: str | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """Start a run and yield its events as they happen. ``user_id`` (default: the runner's)
+        owns the run and namespaces its shared notes."""
         if not request.strip():
             raise UsageError("the request is empty: say what the team should do")
         run_id = run_id or uuid.uuid4().hex
@@ -102,9 +104,10 @@ class Runner:
             input=request,
             template=template,
             status="running",
+            user_id=user_id,
         )
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        ctx = self._context(run_id, thread_id, self._emitter(run_id, queue))
+        ctx = self._context(run_id, thread_id, self._emitter(run_id, queue), user_id)
         ctx.emit(
             RunStarted,
             team=self.team.name,
@@ -112,11 +115,10 @@ class Runner:
             input=request,
             thread_id=thread_id,
         )
-        graph_input: dict[str, Any] = {"request": request}
-        if self.team.pattern == "workflow":
-            graph_input |= {"template": template, "explicit_plan": plan and plan.model_dump()}
-        async for event in self._drive(graph_input, ctx, queue):
-            yield event
+        graph_input = self._graph_input(request, template, plan)
+        async with aclosing(self._drive(graph_input, ctx, queue)) as events:
+            async for event in events:  # closing this stream stops the run, at once
+                yield event
 
     async def _prepare(self) -> None:
         """Index the team's knowledge (incrementally) and load its MCP tools (once)."""
@@ -135,7 +137,7 @@ class Runner:
         answer: str | None = None,
         decisions: Mapping[str, Decision] | None = None,
         default: Decision | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Continue a paused or interrupted run. A paused run needs the ``answer`` to its
         question or ``decisions`` (by request id; ``default`` for all) on its tool calls.
         Finished steps, model replies and tool results are replayed, never redone."""
@@ -143,18 +145,26 @@ class Runner:
         if row.status in TERMINAL:
             raise UsageError(f"run {run_id} already ended with status {row.status!r}")
         snapshot = await self.graph.aget_state(self._config(row.thread_id))
-        command = (
-            resume_command(snapshot.interrupts, answer, decisions, default)
-            if (snapshot.interrupts)
-            else None
-        )
+        command: Any = None  # continue from the last checkpoint
+        if snapshot.interrupts:
+            command = resume_command(snapshot.interrupts, answer, decisions, default)
+        elif not snapshot.next:  # stopped before its first checkpoint: start it again
+            command = self._graph_input(row.input, row.template, None)
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        ctx = self._context(run_id, row.thread_id, self._emitter(run_id, queue, row.last_seq))
+        emitter = self._emitter(run_id, queue, row.last_seq)
+        ctx = self._context(run_id, row.thread_id, emitter, row.user_id)
         self._replay_preamble(ctx, snapshot.values, await self.ledger.load(run_id))
         await self.backend.runs.update(run_id, status="running")
-        async for event in self._drive(command, ctx, queue):
-            yield event
+        async with aclosing(self._drive(command, ctx, queue)) as events:
+            async for event in events:
+                yield event
+
+    def _graph_input(self, request: str, template: str | None, plan: Plan | None) -> dict[str, Any]:
+        graph_input: dict[str, Any] = {"request": request}
+        if self.team.pattern == "workflow":
+            graph_input |= {"template": template, "explicit_plan": plan and plan.model_dump()}
+        return graph_input
 
     async def pending(self, run_id: str) -> list[dict[str, Any]]:
         """What a paused run waits for: clarifying questions and tool calls to approve."""
@@ -207,7 +217,10 @@ class Runner:
             usage_by_agent={k: TokenUsage.model_validate(v) for k, v in row.usage_by_agent.items()},
         )
 
-    def _context(self, run_id: str, thread_id: str, emitter: Emitter) -> RunContext:
+    def _context(
+        self, run_id: str, thread_id: str, emitter: Emitter, user_id: str | None = None
+    ) -> RunContext:
+        user = user_id or self.user_id
         return RunContext(
             run_id=run_id,
             thread_id=thread_id,
@@ -218,10 +231,10 @@ class Runner:
             tool_resources=ToolResources(
                 knowledge=self.backend.knowledge,
                 store=self.backend.store,
-                notes_namespace=("teamgraph", "notes", self.team.name, self.user_id),
+                notes_namespace=("teamgraph", "notes", self.team.name, user),
             ),
             store=self.backend.store,
-            user_id=self.user_id,
+            user_id=user,
             ledger=self.ledger,
             usage=UsageTracker(self.prices, self.team.budget),
             templates=self.templates,
@@ -249,7 +262,7 @@ class Runner:
         graph_input: Any,
         ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         task = asyncio.create_task(self._invoke(graph_input, ctx, queue))
         try:
             while (event := await queue.get()) is not None:
@@ -259,6 +272,9 @@ class Runner:
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task
+                if not ctx.closed:  # cancelled before it began: record that it stopped
+                    ctx.emit(RunCancelled, reason="cancelled")
+                    await self._save(ctx, status="cancelled", error="cancelled")
             else:
                 task.result()
 
@@ -315,6 +331,7 @@ class Runner:
         )
 
     async def _save(self, ctx: RunContext, **fields: Any) -> None:
+        ctx.closed = True
         await asyncio.gather(*self._reservations)  # never let a late reservation overwrite this
         total = ctx.usage.total
         await self.backend.runs.update(

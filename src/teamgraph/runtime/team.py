@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +79,8 @@ class Team:
 
     async def stream(self, request: str, **options: Any) -> AsyncIterator[Event]:
         """Run the team and yield every event as it happens."""
-        async with self.runner() as runner:
-            async for event in runner.stream(request, **options):
+        async with self.runner() as runner, aclosing(runner.stream(request, **options)) as events:
+            async for event in events:
                 yield event
 
     async def resume(self, run_id: str) -> RunResult:

@@ -30,6 +30,10 @@ STOPS = {*ENDINGS, "clarification_requested", "approval_requested"}  # an execut
 Subscriber = asyncio.Queue[BaseEvent | None]  # ``None``: this execution of the run has ended
 
 
+class RunConflict(Exception):
+    """The session is busy, the run is paused, superseded or not running (HTTP 409)."""
+
+
 class LoggedRunner(Runner):
     """A runner that also hands every event to ``sink`` as it is emitted — even the events a
     cancelled run emits after its consumer stopped reading."""
@@ -125,8 +129,7 @@ class EventLog:
                 await append(self.engine, self.writing)
             except Exception:  # the run goes on; its live subscribers still get every event
                 log.exception("could not store %d events", len(self.writing))
-            finally:
-                self.writing = []
+            self.writing = []
 
 
 async def append(engine: AsyncEngine, events: Sequence[BaseEvent]) -> None:
@@ -182,9 +185,9 @@ async def replay(
             live.subscribers.discard(queue)
 
 
-async def cancel_stored(backend: Backend, row: RunRow, reason: str) -> None:
+async def cancel_stored(backend: Backend, row: RunRow, reason: str, after_seq: int = 0) -> None:
     """End a run that is not executing: log ``run_cancelled``, set the status ``cancelled``."""
-    seq = row.last_seq + 1
+    seq = max(row.last_seq, after_seq) + 1
     event = RunCancelled(run_id=row.id, seq=seq, path=[row.team_name], reason=reason)
     await append(backend.engine, [event])
     await backend.runs.update(

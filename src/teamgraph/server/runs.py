@@ -1,5 +1,4 @@
-"""Runs in the background of the server: one cached runner per served team, runs as asyncio
-tasks, every event logged (:mod:`teamgraph.server.run_log`) and streamed to subscribers."""
+"""The server's runs: asyncio tasks on one cached runner per team, events in :mod:`run_log`."""
 
 from __future__ import annotations
 
@@ -16,15 +15,12 @@ from teamgraph.events import BaseEvent, Event, RunCompleted
 from teamgraph.runtime.runner import Runner
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
-from teamgraph.server.run_log import STOPS, EventLog, LoggedRunner, cancel_stored, kind, replay
+from teamgraph.server import run_log as rl
+from teamgraph.server.run_log import RunConflict
 from teamgraph.server.state import AppState
 from teamgraph.storage.models import RunRow, SessionRow
 
 log = logging.getLogger(__name__)
-
-
-class RunConflict(Exception):
-    """The session is busy, the run is paused, superseded or not running (HTTP 409)."""
 
 
 @dataclass(eq=False)
@@ -34,12 +30,13 @@ class _Live:  # a run executing (or about to) in this process
     user_id: str | None
     message: str | None  # the user's words, stored in the session once the run has started
     new: bool  # a new run: its row gets its owner and session with the first event
-    log: EventLog | None = None
+    log: rl.EventLog | None = None
     ready: asyncio.Future[None] = field(default_factory=asyncio.Future)
     task: asyncio.Task[None] | None = None
     started: asyncio.Task[None] | None = None
     cancelling: bool = False
     ended: bool = False  # it emitted its end or its pause
+    last_seq: int = 0
     output: str = ""
 
 
@@ -48,7 +45,7 @@ class RunManager:
 
     def __init__(self, state: AppState) -> None:
         self.state = state
-        self._runners: dict[str, tuple[Team, LoggedRunner]] = {}
+        self._runners: dict[str, tuple[Team, rl.LoggedRunner]] = {}
         self._live: dict[str, _Live] = {}
 
     def runner(self, team_name: str) -> Runner:
@@ -57,7 +54,7 @@ class RunManager:
         if team is None:
             raise RunConflict(f"team {team_name!r} is not served any more")
         if self._runners.get(team_name, (None,))[0] is not team:
-            runner = LoggedRunner.for_team(team, self.state.backend, self._on_event)
+            runner = rl.LoggedRunner.for_team(team, self.state.backend, self._on_event)
             self._runners[team_name] = (team, runner)
         return self._runners[team_name][1]
 
@@ -72,17 +69,18 @@ class RunManager:
         """Start a run on the session's thread; returns once it has started (or raises)."""
         runner = self.runner(team_name)
         live = _Live(uuid.uuid4().hex, session.id, user_id, request, new=True)
-        stream = runner.stream(request, thread_id=session.id, run_id=live.run_id, template=template)
+        stream = runner.stream(
+            request, thread_id=session.id, run_id=live.run_id, template=template, user_id=user_id
+        )
         await self._begin(live, stream)
         return live.run_id
 
-    async def resume(self, run_id: str, **reply: Any) -> None:
+    async def resume(self, run_id: str, answer: str | None = None, **reply: Any) -> None:
         """Continue a paused, cancelled or crashed run (``answer``, ``decisions``, ``default``)."""
         row = await self.state.backend.runs.get(run_id)
+        live = _Live(run_id, row.session_id or row.thread_id, row.user_id, answer, new=False)
         runner = self.runner(row.team_name)
-        session_id = row.session_id or row.thread_id
-        live = _Live(run_id, session_id, row.user_id, reply.get("answer"), new=False)
-        await self._begin(live, runner.resume_stream(run_id, **reply))
+        await self._begin(live, runner.resume_stream(run_id, answer=answer, **reply))
 
     async def cancel(self, run_id: str) -> str:
         """Stop a running run (it ends ``cancelled``, resumable) or close a paused one."""
@@ -96,20 +94,20 @@ class RunManager:
             row = await self.state.backend.runs.get(run_id)
             if row.status != "interrupted":
                 raise RunConflict(f"the run is not running (status {row.status!r})")
-            await cancel_stored(self.state.backend, row, "cancelled while paused")
+            await rl.cancel_stored(self.state.backend, row, "cancelled while paused")
         return (await self.state.backend.runs.get(run_id)).status
 
     def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
         """Stored events with ``seq > after_seq``, then live ones until this execution ends."""
         live = self._live.get(run_id)
-        return replay(self.state.backend.engine, run_id, after_seq, live.log if live else None)
+        return rl.replay(self.state.backend.engine, run_id, after_seq, live.log if live else None)
 
     async def shutdown(self) -> None:
         """Cancel every running run (they stay resumable) and wait for their last writes."""
-        tasks = [live.task for live in self._live.values() if live.task is not None]
-        for live in list(self._live.values()):
+        running = list(self._live.values())
+        for live in running:
             self._stop(live)
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(r.task for r in running if r.task), return_exceptions=True)
 
     async def _begin(self, live: _Live, events: AsyncIterator[Event]) -> None:
         """Claim the session, check its latest run, run in the background; return once the
@@ -128,7 +126,7 @@ class RunManager:
         except BaseException:
             self._live.pop(live.run_id)
             raise
-        live.log = EventLog(self.state.backend.engine)
+        live.log = rl.EventLog(self.state.backend.engine)
         live.task = asyncio.create_task(self._run(live, events))
         await asyncio.shield(live.ready)
 
@@ -155,7 +153,7 @@ class RunManager:
             if live.cancelling and not live.ended:  # stopped before the graph noticed
                 row = await self.state.backend.runs.get(live.run_id)
                 if row.status in ("running", "interrupted"):
-                    await cancel_stored(self.state.backend, row, "cancelled")
+                    await rl.cancel_stored(self.state.backend, row, "cancelled", live.last_seq)
             if live.output:
                 await self._message(live, "assistant", live.output)
         except Exception:
@@ -175,9 +173,10 @@ class RunManager:
         if live is None or live.log is None:
             return
         live.log.add(event)
+        live.last_seq = event.seq
         if "metrics" in self.state.extras:  # teamgraph.server.ops: step latency, tokens, cost
             self.state.extras["metrics"].observe_event(event)
-        live.ended = live.ended or kind(event) in STOPS
+        live.ended = live.ended or rl.kind(event) in rl.STOPS
         if isinstance(event, RunCompleted):
             live.output = event.output
         if live.started is None:

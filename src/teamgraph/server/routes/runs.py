@@ -12,7 +12,8 @@ from sqlalchemy import select
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from teamgraph.server.deps import CurrentUser, Db, OwnedSession, State
-from teamgraph.server.runs import RunConflict, RunManager
+from teamgraph.server.run_log import RunConflict
+from teamgraph.server.runs import RunManager
 from teamgraph.server.schemas import (
     PendingItem,
     RunAccepted,
@@ -131,8 +132,9 @@ async def run_events(
 
 
 @router.post("/runs/{run_id}/cancel", response_model=RunAccepted)
-async def cancel_run(run: OwnedRun, manager: Manager) -> RunAccepted:
+async def cancel_run(run: OwnedRun, manager: Manager, db: Db) -> RunAccepted:
     """Stop a running run (it ends ``cancelled`` and can be resumed) or close a paused one."""
+    await db.close()  # give the connection back: the run's last writes need the pool
     with conflicts():
         return RunAccepted(run_id=run.id, status=await manager.cancel(run.id))
 
@@ -141,18 +143,16 @@ async def cancel_run(run: OwnedRun, manager: Manager) -> RunAccepted:
     "/runs/{run_id}/resume", response_model=RunAccepted, status_code=status.HTTP_202_ACCEPTED
 )
 async def resume_run(
-    run: OwnedRun, manager: Manager, state: State, body: RunResume | None = None
+    run: OwnedRun, manager: Manager, state: State, db: Db, body: RunResume | None = None
 ) -> RunAccepted:
     """Continue a paused run with the ``answer`` to its question or ``decisions`` on its tool
     calls (``default`` for the rest); a cancelled or interrupted run needs neither."""
     body = body or RunResume()
-    reply = {
-        "answer": body.answer,
-        "decisions": {k: d.model_dump(exclude_none=True) for k, d in body.decisions.items()},
-        "default": body.default.model_dump(exclude_none=True) if body.default else None,
-    }
+    decisions = {k: d.model_dump(exclude_none=True) for k, d in body.decisions.items()}
+    default = body.default.model_dump(exclude_none=True) if body.default else None
+    await db.close()  # give the connection back: resuming a run needs the pool
     with conflicts():
-        await manager.resume(run.id, **reply)
+        await manager.resume(run.id, body.answer, decisions=decisions, default=default)
     return RunAccepted(run_id=run.id, status=(await state.backend.runs.get(run.id)).status)
 
 
