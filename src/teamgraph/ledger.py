@@ -73,26 +73,6 @@ class StoreLedger:
         await self.store.aput(("teamgraph", "journal"), key, {"v": value}, index=False)
 
 
-class MemoryLedger:
-    """A :class:`StepLedger` in memory, for tests and one-off runs."""
-
-    def __init__(self) -> None:
-        self.records: dict[str, dict[str, StepRecord]] = {}
-        self.journal: dict[str, str] = {}
-
-    async def recall(self, key: str) -> str | None:
-        return self.journal.get(key)
-
-    async def record(self, key: str, value: str) -> None:
-        self.journal[key] = value
-
-    async def load(self, run_id: str) -> dict[str, StepRecord]:
-        return dict(self.records.get(run_id, {}))
-
-    async def save(self, run_id: str, record: StepRecord) -> None:
-        self.records.setdefault(run_id, {})[record.step_id] = record
-
-
 class SqliteLedger:
     """A :class:`StepLedger` in table ``tg_step_ledger`` of a SQLite file (WAL, synchronous=NORMAL:
     a saved step survives a killed process).
