@@ -55,6 +55,9 @@ class Settings(BaseSettings):
         default_factory=lambda: ["examples/teams"], description="Folders of team YAML files served."
     )
     cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
+    max_concurrent_runs: int = Field(
+        default=4, ge=1, description="Runs executing at once in the server (others queue)."
+    )
     max_body_bytes: int = Field(default=1_000_000, ge=1024, description="Request body limit.")
     rate_limits: dict[str, str] = Field(
         default_factory=lambda: {

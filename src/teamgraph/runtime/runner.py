@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Mapping
-from contextlib import aclosing, suppress
+from contextlib import aclosing, nullcontext, suppress
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -61,10 +61,12 @@ class Runner:
         registry: ToolRegistry | None = None,
         ledger: StepLedger | None = None,
         user_id: str = "default",
+        slots: asyncio.Semaphore | None = None,
     ) -> None:
         self.team = team
         self.backend = backend
         self.user_id = user_id
+        self.slots = slots  # shared by a server's runners: how many runs execute at once
         self.settings = settings or Settings()
         self.models = ModelProvider(self.settings, models, model)
         self.registry = registry or builtin_registry()
@@ -285,9 +287,10 @@ class Runner:
         queue: asyncio.Queue[BaseEvent | None],
     ) -> None:
         try:
-            final = await self.graph.ainvoke(
-                graph_input, self._config(ctx.thread_id), context=ctx, durability="sync"
-            )
+            async with self.slots or nullcontext():  # started and announced; now execute
+                final = await self.graph.ainvoke(
+                    graph_input, self._config(ctx.thread_id), context=ctx, durability="sync"
+                )
             if final.get("__interrupt__"):
                 await self._pause(ctx, final["__interrupt__"])
             else:

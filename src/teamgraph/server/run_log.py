@@ -58,7 +58,13 @@ class LoggedRunner(Runner):
         self._finished.pop(ctx.run_id, None)  # kept for run(); a served run is read back later
 
     @classmethod
-    def for_team(cls, team: Team, backend: Backend, sink: Callable[[BaseEvent], None]) -> Self:
+    def for_team(
+        cls,
+        team: Team,
+        backend: Backend,
+        sink: Callable[[BaseEvent], None],
+        slots: asyncio.Semaphore | None = None,
+    ) -> Self:
         runner = cls(
             team.spec,
             backend,
@@ -67,6 +73,7 @@ class LoggedRunner(Runner):
             model=team.model,
             registry=team.registry,
             user_id=team.user_id,
+            slots=slots,
         )
         runner.sink = sink
         return runner

@@ -47,6 +47,8 @@ class RunManager:
         self.state = state
         self._runners: dict[str, tuple[Team, rl.LoggedRunner]] = {}
         self._live: dict[str, _Live] = {}
+        # admission control: every run is accepted and announced at once, a few execute at a time
+        self._slots = asyncio.Semaphore(state.settings.max_concurrent_runs)
 
     def runner(self, team_name: str) -> Runner:
         """The cached runner of a served team (rebuilt when the team is replaced)."""
@@ -54,7 +56,7 @@ class RunManager:
         if team is None:
             raise RunConflict(f"team {team_name!r} is not served any more")
         if self._runners.get(team_name, (None,))[0] is not team:
-            runner = rl.LoggedRunner.for_team(team, self.state.backend, self._on_event)
+            runner = rl.LoggedRunner.for_team(team, self.state.backend, self._on_event, self._slots)
             self._runners[team_name] = (team, runner)
         return self._runners[team_name][1]
 
