@@ -20,6 +20,7 @@ from langchain_core.messages import (
 
 from teamgraph import prompts
 from teamgraph.agents._model_call import call_model
+from teamgraph.agents.toolbox import Toolbox
 from teamgraph.errors import AgentFailed, MaxIterationsExceeded
 from teamgraph.events import AgentMessage
 from teamgraph.run_context import RunContext
@@ -97,6 +98,23 @@ class AgentTurn:
             step_id=self.step_id,
         )
         return AgentOutcome(output, self.messages)
+
+
+def open_turn(
+    agent: AgentSpec,
+    prompt: str,
+    ctx: RunContext,
+    step_id: str | None,
+    extras: AgentExtras | None,
+    system: Callable[[Toolbox], str],
+) -> tuple[AgentTurn, Toolbox]:
+    """What every agent kind starts with: its model, its tools (plus the pattern's), and the
+    first messages under the system prompt ``system(toolbox)``."""
+    extras = extras or AgentExtras()
+    model, model_name = ctx.models.for_agent(ctx.team, agent)
+    toolbox = Toolbox([*ctx.tools_for(agent), *extras.tools], ctx, agent.name, step_id)
+    messages = first_messages(agent, prompt, ctx, system(toolbox), extras.history)
+    return AgentTurn(agent, ctx, model, model_name, messages, step_id), toolbox
 
 
 def first_messages(

@@ -14,10 +14,9 @@ from teamgraph import prompts
 from teamgraph.agents.base import (
     AgentExtras,
     AgentOutcome,
-    AgentTurn,
     answer_at_limit,
     empty_reply_guard,
-    first_messages,
+    open_turn,
     worker_system,
 )
 from teamgraph.agents.toolbox import Toolbox
@@ -43,17 +42,13 @@ async def run_codeact_agent(
     step_id: str | None = None,
     extras: AgentExtras | None = None,
 ) -> AgentOutcome:
-    model, model_name = ctx.models.for_agent(ctx.team, agent)
-    extras = extras or AgentExtras()
-    toolbox = Toolbox([*ctx.tools_for(agent), *extras.tools], ctx, agent.name, step_id)
-    system = prompts.codeact_system(worker_system(agent), toolbox.describe())
-    turn = AgentTurn(
+    turn, toolbox = open_turn(
         agent,
+        prompt,
         ctx,
-        model,
-        model_name,
-        first_messages(agent, prompt, ctx, system, extras.history),
         step_id,
+        extras,
+        lambda tb: prompts.codeact_system(worker_system(agent), tb.describe()),
     )
     warned = False
     for iteration in range(agent.max_iterations):

@@ -8,14 +8,12 @@ import asyncio
 from teamgraph.agents.base import (
     AgentExtras,
     AgentOutcome,
-    AgentTurn,
     answer_at_limit,
     empty_reply_guard,
-    first_messages,
     flatten_tool_calls,
+    open_turn,
     worker_system,
 )
-from teamgraph.agents.toolbox import Toolbox
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 
@@ -29,13 +27,9 @@ async def run_function_agent(
 ) -> AgentOutcome:
     """Call the model; run the tools it asks for; repeat until it answers, hands off, or hits
     the limit."""
-    extras = extras or AgentExtras()
-    model, model_name = ctx.models.for_agent(ctx.team, agent)
-    tools = [*ctx.tools_for(agent), *extras.tools]
-    toolbox = Toolbox(tools, ctx, agent.name, step_id)
-    messages = first_messages(agent, prompt, ctx, worker_system(agent), extras.history)
-    turn = AgentTurn(agent, ctx, model, model_name, messages, step_id)
-    bound = model.bind_tools(tools) if tools else model
+    turn, toolbox = open_turn(agent, prompt, ctx, step_id, extras, lambda _: worker_system(agent))
+    tools = list(toolbox.tools.values())
+    bound = turn.model.bind_tools(tools) if tools else turn.model
     warned = False
     for _ in range(agent.max_iterations):
         reply = await turn.ask(bound)

@@ -14,10 +14,9 @@ from teamgraph import prompts
 from teamgraph.agents.base import (
     AgentExtras,
     AgentOutcome,
-    AgentTurn,
     answer_at_limit,
     empty_reply_guard,
-    first_messages,
+    open_turn,
     worker_system,
 )
 from teamgraph.agents.toolbox import Toolbox, call_properties
@@ -79,17 +78,13 @@ async def run_react_agent(
     step_id: str | None = None,
     extras: AgentExtras | None = None,
 ) -> AgentOutcome:
-    model, model_name = ctx.models.for_agent(ctx.team, agent)
-    extras = extras or AgentExtras()
-    toolbox = Toolbox([*ctx.tools_for(agent), *extras.tools], ctx, agent.name, step_id)
-    system = prompts.react_system(worker_system(agent), toolbox.describe(), toolbox.names)
-    turn = AgentTurn(
+    turn, toolbox = open_turn(
         agent,
+        prompt,
         ctx,
-        model,
-        model_name,
-        first_messages(agent, prompt, ctx, system, extras.history),
         step_id,
+        extras,
+        lambda tb: prompts.react_system(worker_system(agent), tb.describe(), tb.names),
     )
     singles = _single_string_args(toolbox)
     warned = False
