@@ -19,21 +19,18 @@ import asyncio
 import inspect
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, PrivateAttr
 
 from teamgraph.errors import TransientModelError
+from teamgraph.llm._binding import BindsTools
 
 __all__ = ["FunctionChatModel", "ScriptExhausted", "ScriptedChatModel", "ToolCall", "transient"]
 
@@ -59,7 +56,7 @@ def transient(message: str = "scripted 503 Service Unavailable") -> TransientMod
 Response = Any
 
 
-class _FakeBase(BaseChatModel):
+class _FakeBase(BindsTools):
     model_name: str = "fake"
     latency: float = 0.0
     usage: tuple[int, int] = (10, 5)
@@ -69,16 +66,6 @@ class _FakeBase(BaseChatModel):
     def calls(self) -> list[list[BaseMessage]]:
         """Every conversation the model received, in call order."""
         return self._calls
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | dict[str, Any] | bool | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        formatted = [convert_to_openai_tool(t) for t in tools]
-        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
 
     def _next(self, messages: list[BaseMessage]) -> Response:
         raise NotImplementedError

@@ -11,8 +11,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from teamgraph import prompts
+from teamgraph.llm._binding import listed_members
 from teamgraph.llm._extractive import OFFLINE_NOTICE, Source, extractive_answer
-from teamgraph.planning.routing import WorkerInfo, route
+from teamgraph.planning.routing import route
 
 _ENTRY = re.compile(r"^### \[(.+?)\]$", re.MULTILINE)
 _LABELLED = re.compile(r"^\*\*(.+?)\*\*:\s*(.+)$", re.DOTALL)
@@ -25,7 +26,7 @@ def supervisor_reply(messages: Sequence[BaseMessage], tools: list[dict[str, Any]
     member by description overlap; once the picked members answered, finish."""
     system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
     prompt = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-    members = _members(system)
+    members = listed_members(system, prompts.MEMBERS_HEADING)
     entries = _entries(prompt)
     users = [i for i, (speaker, _) in enumerate(entries) if speaker == prompts.USER_SPEAKER]
     request = entries[users[-1]][1] if users else ""
@@ -55,16 +56,6 @@ def supervisor_reply(messages: Sequence[BaseMessage], tools: list[dict[str, Any]
         }
     call = {"name": tools[0]["function"]["name"], "args": decision, "id": _call_id()}
     return AIMessage(content="", tool_calls=[call])
-
-
-def _members(system: str) -> list[WorkerInfo]:
-    section = system.split(prompts.MEMBERS_HEADING, 1)[-1].split("\n## ", 1)[0]
-    members = []
-    for line in section.splitlines():
-        name, sep, desc = line.removeprefix("- ").partition(": ")
-        if line.startswith("- ") and sep:
-            members.append(WorkerInfo(name.strip(), desc.strip()))
-    return members
 
 
 def _entries(prompt: str) -> list[tuple[str, str]]:

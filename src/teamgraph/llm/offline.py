@@ -11,11 +11,10 @@ import asyncio
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -26,23 +25,21 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from teamgraph import prompts
 from teamgraph.llm import _collab
+from teamgraph.llm._binding import BindsTools, listed_members
 from teamgraph.llm._extractive import Source, extractive_answer, search_query, split_blocks
 from teamgraph.llm._moderation import moderate
 from teamgraph.llm._protocols import codeact_reply, react_reply
 from teamgraph.llm._supervision import supervisor_reply
-from teamgraph.planning.routing import WorkerInfo, overlap_score
+from teamgraph.planning.routing import overlap_score
 from teamgraph.planning.rules import decompose
 
 _MAX_STEPS = re.compile(r"between 1 and (\d+) steps")
 
 
-class OfflineChatModel(BaseChatModel):
+class OfflineChatModel(BindsTools):
     """``model: offline``. ``latency`` (seconds) delays every reply, for demos and crash tests."""
 
     model_name: str = "offline"
@@ -51,16 +48,6 @@ class OfflineChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "teamgraph-offline"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | dict[str, Any] | bool | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        formatted = [convert_to_openai_tool(t) for t in tools]
-        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
 
     def _generate(
         self,
@@ -135,21 +122,11 @@ def respond(
 
 
 def _plan_reply(system: str, request: str) -> AIMessage:
-    workers = _parse_workers(system)
+    workers = listed_members(system, prompts.WORKERS_HEADING)
     found = _MAX_STEPS.search(system)
     max_steps = int(found.group(1)) if found else 10
     plan = decompose(request, workers, max_steps=max_steps)
     return AIMessage(content=f"```json\n{plan.model_dump_json(indent=2)}\n```")
-
-
-def _parse_workers(system: str) -> list[WorkerInfo]:
-    section = system.split(prompts.WORKERS_HEADING, 1)[-1].split("\n## ", 1)[0]
-    workers = []
-    for line in section.splitlines():
-        name, sep, desc = line.removeprefix("- ").partition(": ")
-        if line.startswith("- ") and sep:
-            workers.append(WorkerInfo(name.strip(), desc.strip()))
-    return workers
 
 
 def _synth_reply(prompt: str) -> AIMessage:
