@@ -4,7 +4,7 @@ UV := .tools/bin/uv
 VENV := .venv
 REQUEST ?= Compare PostgreSQL and MongoDB on performance, security and cost
 
-.PHONY: setup sandbox-tools demo test bench clean
+.PHONY: setup sandbox-tools browser-tools demo test bench clean
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -17,6 +17,13 @@ sandbox-tools:
 	  { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q bubblewrap >/dev/null; } || \
 	  echo "warning: could not install bubblewrap; sandboxed code execution will be refused"; }
 
+# The web workspace's browser tests drive Debian's Chromium (Playwright, no downloaded browser).
+browser-tools:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q chromium >/dev/null; } || \
+	  echo "warning: could not install chromium; browser tests skip (and fail in CI)"; }
+
 $(UV):
 	python3 -m venv .tools
 	.tools/bin/pip install --quiet "uv==$(UV_VERSION)"
@@ -28,7 +35,7 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml
 demo: setup
 	$(VENV)/bin/teamgraph run --team examples/teams/research.yaml "$(REQUEST)"
 
-test: setup
+test: setup browser-tools
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy

@@ -89,6 +89,7 @@ class Toolbox:
                 return f"The user rejected this call to {name}: {comment}", True, None
             if decision.get("action") == "edit":
                 args = dict(decision.get("args") or {})
+                self._emit(ToolCalled, name, call_id=call_id, args=args)  # what really runs
         try:
             result = await tool.ainvoke(self._with_state(tool, args))
         except Exception as exc:  # a tool's failure is the agent's information, not a crash

@@ -12,7 +12,7 @@ from teamgraph.config import Settings
 from teamgraph.runtime.backend import open_backend
 from teamgraph.server import ops
 from teamgraph.server.errors import install_error_handlers
-from teamgraph.server.routes import auth, chatbot, runs, teams, unified
+from teamgraph.server.routes import auth, chatbot, runs, sessions, teams, unified, web
 from teamgraph.server.runs import RunManager
 from teamgraph.server.state import AppState, load_teams
 
@@ -41,6 +41,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     ops.install(app, settings)  # ops: rate limits, body limit, CORS, request ids, /health, /metrics
-    for router in (auth.router, teams.router, runs.router, chatbot.router, unified.router):
+    routers = (auth.router, teams.router, runs.router, sessions.router, chatbot.router)
+    for router in (*routers, unified.router):
         app.include_router(router)
+    web.install(app)  # the web workspace at /
     return app

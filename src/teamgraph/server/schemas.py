@@ -75,6 +75,16 @@ class TeamOut(BaseModel):
     description: str
     pattern: str
     members: list[dict[str, Any]]
+    budget: dict[str, float | int] | None = Field(
+        default=None, description="The team's per-run limits (max_tokens, max_usd, ...), if any."
+    )
+
+
+class MessageOut(BaseModel):
+    role: str
+    content: str
+    run_id: str | None = Field(default=None, description="The run the message belongs to.")
+    created_at: datetime
 
 
 class TemplateOut(BaseModel):

@@ -19,6 +19,7 @@ async def list_teams(state: State, _user: CurrentUser) -> list[TeamOut]:
             description=team.spec.description,
             pattern=team.spec.pattern,
             members=[{"name": m.name, "description": m.description} for m in team.spec.members],
+            budget=team.spec.budget.model_dump(exclude_none=True) or None,
         )
         for name, team in state.teams.items()
     ]

@@ -1,0 +1,113 @@
+// The conversation: stored messages, the answer being written, and what a paused run asks.
+
+import { clear, h } from "../dom.js";
+import { renderMarkdown } from "../markdown.js";
+import { liveText, rootPlan, stepCounts } from "../runstate.js";
+
+function bubble(role, content, extra = {}) {
+  const body = role === "user" ? h("div", { class: "body" }, content) : h("div", { class: "body md" }, renderMarkdown(content));
+  return h("article", { class: `msg ${role}`, ...extra },
+    h("div", { class: "who" }, role === "user" ? "you" : extra.who || "team"), body);
+}
+
+/** Stored messages, then the current run's live part (when it is not stored yet). */
+export function renderMessages(el, messages, state, showLive) {
+  const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+  clear(el);
+  if (!messages.length && !state) {
+    el.append(h("div", { class: "empty" }, h("p", {}, "Ask the team something. Its plan, agents, tool calls and costs appear in the workspace as it works.")));
+  }
+  for (const m of messages) {
+    el.append(bubble(m.role, m.content, { "data-run": m.run_id || null }));
+  }
+  if (state && showLive) el.append(...liveBubbles(state, messages));
+  if (atBottom || showLive) el.scrollTop = el.scrollHeight;
+}
+
+function liveBubbles(state, messages) {
+  const out = [];
+  const asked = messages.some((m) => m.role === "user" && m.run_id === state.runId);
+  if (!asked && state.input) out.push(bubble("user", state.input, { "data-live": "input" }));
+  const answered = messages.some((m) => m.role === "assistant" && m.run_id === state.runId);
+  if (answered) return out;
+  if (state.output) {
+    out.push(bubble("assistant", state.output, { id: "answer", "data-run": state.runId, who: `${state.team} · ${state.status}` }));
+  } else if (state.error && ["failed", "cancelled"].includes(state.status)) {
+    out.push(h("article", { class: "msg assistant", id: "answer" }, h("div", { class: "who" }, state.status), h("div", { class: "body error" }, state.error)));
+  } else if (state.status !== "interrupted") {
+    const stream = liveText(state);
+    const steps = rootPlan(state);
+    const counts = stepCounts(steps);
+    const progress = steps.length ? `${counts.done + counts.failed + counts.skipped} of ${steps.length} steps finished` : "working…";
+    out.push(h("article", { class: "msg assistant streaming", id: "live" },
+      h("div", { class: "who" }, stream ? `${stream.agent} is writing` : state.team || "team", h("span", { class: "progress" }, progress)),
+      h("div", { class: "body" }, stream ? stream.text : "")));
+  }
+  return out;
+}
+
+/** Cards for a paused run: a question to answer or tool calls to approve, reject or edit. */
+export function renderPending(el, state, actions) {
+  clear(el);
+  if (!state || state.status !== "interrupted") return;
+  const { clarification, approvals } = state.pending;
+  if (clarification) {
+    const input = h("textarea", { id: "clarify-answer", rows: 2, "aria-label": "Your answer", maxlength: 20000 });
+    const form = h("form", { class: "ask", id: "clarification" },
+      h("h3", {}, "The team asks"),
+      h("p", { id: "clarify-question" }, clarification.question),
+      input,
+      h("div", { class: "row" }, h("button", { type: "submit", class: "primary" }, "Answer")));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      if (input.value.trim()) actions.answer(input.value.trim());
+    });
+    el.append(form);
+    queueMicrotask(() => input.focus());
+  }
+  const decided = actions.decisions;
+  for (const a of approvals) {
+    if (decided[a.requestId]) continue;
+    el.append(approvalCard(a, actions));
+  }
+}
+
+function approvalCard(a, actions) {
+  const comment = h("input", { class: "comment", placeholder: "Comment for the agent (optional)", maxlength: 2000, "aria-label": "Comment" });
+  const args = h("textarea", { class: "args", rows: 4, "aria-label": "Arguments (JSON)", hidden: true }, JSON.stringify(a.args, null, 2));
+  const error = h("p", { class: "error small" });
+  const decide = (action) => {
+    const decision = { action };
+    if (comment.value.trim()) decision.comment = comment.value.trim();
+    if (action === "edit") {
+      try {
+        decision.args = JSON.parse(args.value);
+      } catch (e) {
+        error.textContent = `The arguments are not valid JSON: ${e.message}`;
+        return;
+      }
+      if (typeof decision.args !== "object" || decision.args === null || Array.isArray(decision.args)) {
+        error.textContent = "The arguments must be a JSON object.";
+        return;
+      }
+    }
+    actions.decide(a.requestId, decision);
+  };
+  const editButton = h("button", { type: "button", class: "edit" }, "Edit arguments");
+  editButton.addEventListener("click", () => {
+    if (args.hidden) {
+      args.hidden = false;
+      editButton.textContent = "Approve with these arguments";
+      args.focus();
+    } else decide("edit");
+  });
+  return h("div", { class: "ask approval", "data-request": a.requestId },
+    h("h3", {}, `Approve ${a.tool}?`),
+    h("p", { class: "small" }, `${a.agent} wants to call `, h("b", {}, a.tool), a.stepId ? ` in step ${a.stepId}` : "", ":"),
+    h("pre", {}, JSON.stringify(a.args, null, 2)),
+    args, comment, error,
+    h("div", { class: "row" },
+      h("button", { type: "button", class: "primary approve", onclick: () => decide("approve") }, "Approve"),
+      h("button", { type: "button", class: "danger reject", onclick: () => decide("reject") }, "Reject"),
+      editButton));
+}
