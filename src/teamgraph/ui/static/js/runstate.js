@@ -113,9 +113,9 @@ function findStep(state, key) {
 
 /** Usage lands on its agent, its step, and every enclosing step up the tree of teams. */
 function chargeSteps(state, event, usage) {
-  const { key } = teamOf(event);
+  const { path, key } = teamOf(event);
+  let team = ensureTeam(state, path, key); // a nested planner spends before its plan exists
   let step = stepOf(state, event);
-  let team = state.teams[key];
   if (!step && team) step = findStep(state, team.parentStep);
   const seen = new Set();
   while (step && !seen.has(step.key)) {

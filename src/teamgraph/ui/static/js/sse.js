@@ -19,6 +19,7 @@ export class SSEParser {
     const out = [];
     let at;
     while ((at = this.buffer.search(/\r\n|\r|\n/)) >= 0) {
+      if (at === this.buffer.length - 1 && this.buffer[at] === "\r") break; // "\n" may follow
       const line = this.buffer.slice(0, at);
       const breakLength = this.buffer.startsWith("\r\n", at) ? 2 : 1;
       this.buffer = this.buffer.slice(at + breakLength);

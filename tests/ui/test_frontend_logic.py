@@ -1,0 +1,258 @@
+"""The workspace's front-end logic (ES modules under ``teamgraph/ui/static/js``) run in the
+browser against real event streams: event → view state, graph layout, SSE parsing, markdown."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from teamgraph.config import Settings
+from teamgraph.runtime.team import Team
+from tests.ui.conftest import REPO, Server
+
+TEAMS = REPO / "examples" / "teams"
+
+
+@pytest.fixture(scope="module")
+def js(browser: Any, server: Server) -> Iterator[Any]:
+    """``js(module, expression, arg)``: evaluate ``expression`` (a function of the module and
+    ``arg``) in a page of the server, with the module imported from ``/ui/js/``."""
+    context = browser.new_context(base_url=server.url, bypass_csp=True)
+    page = context.new_page()
+    page.goto("/")  # an HTML document of the server's origin (the app shows its login)
+
+    def call(module: str, expression: str, arg: Any = None) -> Any:
+        script = f"async (arg) => {{ const m = await import('/ui/js/{module}'); return ({expression})(m, arg); }}"
+        return page.evaluate(script, arg)
+
+    yield call
+    context.close()
+
+
+def _events(team_file: str, request: str, tmp: Path) -> list[dict[str, Any]]:
+    settings = Settings(database_url=f"sqlite:///{tmp}/events.db", knowledge_path=tmp / "k.db")
+    team = Team.from_yaml(TEAMS / team_file, settings=settings)
+
+    async def collect() -> list[dict[str, Any]]:
+        return [e.model_dump(mode="json") async for e in team.stream(request)]
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's loop
+        return pool.submit(asyncio.run, collect()).result()
+
+
+@pytest.fixture(scope="module")
+def research(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("research")
+    return _events("research.yaml", "Compare PostgreSQL and MongoDB on performance and cost", tmp)
+
+
+def fold(js: Any, events: list[dict[str, Any]], count: int | None = None) -> dict[str, Any]:
+    chosen = events if count is None else events[:count]
+    state: dict[str, Any] = js(
+        "runstate.js",
+        "(m, events) => { const s = m.replay(events);"
+        " return JSON.parse(JSON.stringify({...s, plan: m.rootPlan(s), nested: m.nestedTeams(s),"
+        " live: m.liveText(s)})); }",
+        chosen,
+    )
+    return state
+
+
+def test_a_whole_workflow_run_folds_into_its_result(js: Any, research: list[dict]) -> None:
+    state = fold(js, research)
+    end = research[-1]
+    assert end["type"] == "run_completed" and state["status"] == end["status"]
+    assert state["output"] == end["output"] and state["lastSeq"] == end["seq"]
+    completed = {e["step_id"]: e for e in research if e["type"] == "step_completed"}
+    plan = next(e for e in research if e["type"] == "plan_created")
+    assert [s["id"] for s in state["plan"]] == [s["id"] for s in plan["steps"]]
+    for step in state["plan"]:
+        assert step["state"] == "done"
+        assert step["output"] == completed[step["id"]]["output"]  # its own output, not another's
+        assert step["elapsed"] == completed[step["id"]]["elapsed_s"]
+    summary = state["plan"][-1]
+    assert summary["dependsOn"] == [s["id"] for s in plan["steps"][:-1]]
+    assert state["planner"]["tier"] == plan["tier"] == "llm"
+    assert state["planner"]["confidence"] == plan["confidence"]
+    total = end["usage"]
+    assert state["usage"]["input_tokens"] == total["input_tokens"]
+    assert state["usage"]["output_tokens"] == total["output_tokens"]
+    by_agent = sum(a["usage"]["input_tokens"] for a in state["agents"].values())
+    assert by_agent == total["input_tokens"]
+    step_tokens = {e["step_id"]: 0 for e in research if e["type"] == "step_started"}
+    for e in research:
+        if e["type"] == "usage" and e["step_id"]:
+            step_tokens[e["step_id"]] += e["usage"]["input_tokens"] + e["usage"]["output_tokens"]
+    for step in state["plan"]:
+        tokens = step["usage"]["input_tokens"] + step["usage"]["output_tokens"]
+        assert tokens == step_tokens[step["id"]] > 0
+    calls = [e for e in research if e["type"] == "tool_called"]
+    assert len(state["tools"]) == len(calls) > 0
+    assert all(t["state"] == "done" and t["output"] and t["stepKey"] for t in state["tools"])
+
+
+def test_a_replay_position_shows_the_run_as_it_was_then(js: Any, research: list[dict]) -> None:
+    first_done = next(i for i, e in enumerate(research) if e["type"] == "step_completed")
+    state = fold(js, research, first_done + 1)
+    finished = research[first_done]["step_id"]
+    states = {s["id"]: s["state"] for s in state["plan"]}
+    assert states[finished] == "done" and states["summary"] == "pending"
+    started = {e["step_id"] for e in research[: first_done + 1] if e["type"] == "step_started"}
+    assert {k for k, v in states.items() if v == "running"} == started - {finished}
+    assert state["status"] == "running" and state["output"] == ""
+    before_plan = next(i for i, e in enumerate(research) if e["type"] == "plan_created")
+    planning = fold(js, research, before_plan)
+    assert planning["plan"] == [] and planning["live"] is None  # the planner's JSON is no answer
+
+
+def test_replayed_duplicates_change_nothing(js: Any, research: list[dict]) -> None:
+    once = fold(js, research)
+    twice = fold(js, research + research[len(research) // 2 :])
+    assert twice == once
+
+
+def test_nested_teams_become_groups_and_charge_their_parent_step(
+    js: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    tmp = tmp_path_factory.mktemp("nested")
+    events = _events("hierarchical.yaml", "Compare PostgreSQL and MongoDB on security", tmp)
+    state = fold(js, events)
+    root_steps = {s["id"]: s for s in state["plan"]}
+    assert set(root_steps) and all(s["state"] == "done" for s in root_steps.values())
+    groups = {tuple(t["path"]): t for t in state["nested"]}
+    assert set(groups) == {("newsroom", "research_desk"), ("newsroom", "editorial_desk")}
+    for path, team in groups.items():
+        parent = root_steps[team["parentStep"].split("#")[-1]]
+        assert parent["worker"] == path[-1] and parent["child"] == team["key"]
+        spent = sum(
+            e["usage"]["input_tokens"] + e["usage"]["output_tokens"]
+            for e in events
+            if e["type"] == "usage" and tuple(e["path"][:2]) == path
+        )
+        assert parent["usage"]["input_tokens"] + parent["usage"]["output_tokens"] == spent > 0
+    tree = state["tree"]["children"]
+    assert (
+        tree["research_desk"]["kind"] == "team"
+        and "researcher" in tree["research_desk"]["children"]
+    )
+
+
+def test_handoffs_move_control_and_leave_a_trail(
+    js: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    tmp = tmp_path_factory.mktemp("swarm")
+    events = _events("swarm.yaml", "How does PostgreSQL handle MVCC?", tmp)
+    handoffs = [e for e in events if e["type"] == "handoff"]
+    assert handoffs
+    state = fold(js, events)
+    assert state["control"]["holder"] == handoffs[-1]["to_agent"]
+    assert [(t["from"], t["to"]) for t in state["control"]["trail"]] == [
+        (h["from_agent"], h["to_agent"]) for h in handoffs
+    ]
+    before = fold(js, events, events.index(handoffs[0]))
+    assert before["control"]["holder"] == handoffs[0]["from_agent"]
+
+
+def test_the_plan_is_laid_out_in_layers_by_depth(js: Any) -> None:
+    steps = [
+        {"id": "a", "dependsOn": []},
+        {"id": "b", "dependsOn": ["a"]},
+        {"id": "c", "dependsOn": ["a"]},
+        {"id": "d", "dependsOn": ["b", "c"]},
+        {"id": "e", "dependsOn": []},
+        {"id": "f", "dependsOn": ["d", "e", "missing"]},
+    ]
+    layout = js("layout.js", "(m, steps) => m.layoutPlan(steps)", steps)
+    assert layout["layers"] == [["a", "e"], ["b", "c"], ["d"], ["f"]]
+    assert {(e["from"], e["to"]) for e in layout["edges"]} == {
+        ("a", "b"),
+        ("a", "c"),
+        ("b", "d"),
+        ("c", "d"),
+        ("d", "f"),
+        ("e", "f"),
+    }
+    nodes = layout["nodes"]
+    assert nodes["b"]["y"] > nodes["a"]["y"] and nodes["b"]["y"] == nodes["c"]["y"]
+    assert nodes["b"]["x"] != nodes["c"]["x"]
+
+
+def test_sse_is_parsed_the_same_however_the_bytes_arrive(js: Any) -> None:
+    stream = (
+        ': ping\r\n\r\nid: 1\r\nevent: run_started\r\ndata: {"seq": 1}\r\n\r\n'
+        "id: 2\nevent: token\ndata: line one\ndata: line two\n\n"
+    )
+    expected = [
+        {"id": "1", "event": "run_started", "data": '{"seq": 1}'},
+        {"id": "2", "event": "token", "data": "line one\nline two"},
+    ]
+    for size in (1, 3, 7, len(stream)):
+        chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
+        parsed = js(
+            "sse.js",
+            "(m, chunks) => { const p = new m.SSEParser(); return chunks.flatMap((c) => p.feed(c)); }",
+            chunks,
+        )
+        assert parsed == expected, size
+
+
+def test_markdown_renders_structure_and_never_markup_from_content(js: Any) -> None:
+    source = "\n".join(
+        [
+            "# Title",
+            "Some **bold** and `code` and [a link](https://example.com/x).",
+            "",
+            "- one",
+            "- <img src=x onerror=alert(1)>",
+            "",
+            "<script>alert(2)</script>",
+            "[evil](javascript:alert(3)) and [data](data:text/html,hi)",
+            "```",
+            "<b>not bold</b>",
+            "```",
+            "| a | b |",
+            "|---|---|",
+            "| <i>x</i> | 2 |",
+        ]
+    )
+    result = js(
+        "markdown.js",
+        "(m, src) => { const div = document.createElement('div');"
+        " div.append(m.renderMarkdown(src));"
+        " return { tags: [...div.querySelectorAll('*')].map((e) => e.tagName.toLowerCase()),"
+        " links: [...div.querySelectorAll('a')].map((a) => [a.getAttribute('href'), a.rel]),"
+        " text: div.textContent }; }",
+        source,
+    )
+    assert set(result["tags"]) <= {
+        "h1",
+        "p",
+        "strong",
+        "code",
+        "a",
+        "ul",
+        "li",
+        "pre",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+    }
+    assert result["links"] == [["https://example.com/x", "noopener noreferrer nofollow"]]
+    for literal in (
+        "<img src=x onerror=alert(1)>",
+        "<script>alert(2)</script>",
+        "[evil](javascript:alert(3))",
+        "<b>not bold</b>",
+        "<i>x</i>",
+    ):
+        assert literal in result["text"]
+    assert json.dumps(result["tags"]).count('"li"') == 2
