@@ -122,6 +122,9 @@ def test_a_reload_mid_run_picks_the_live_run_back_up_losing_nothing(
     new_session(page, "slow-research", "Slow")
     run_id = send(page, DEMO)
     page.wait_for_selector("#graph g.node[data-state='running']")
+    live = page.locator("#live .body")  # the answer being written, token by token
+    expect(live).not_to_be_empty()
+    assert "Workflow Results" not in live.inner_text()
     page.reload()
     page.wait_for_function(f"window.teamgraph.view && window.teamgraph.view.runId === '{run_id}'")
     assert page.evaluate("window.teamgraph.view.mode") == "live"

@@ -6,7 +6,7 @@
  * @param {{nodeWidth?: number, nodeHeight?: number, gapX?: number, gapY?: number}} size
  */
 export function layoutPlan(steps, size = {}) {
-  const { nodeWidth = 180, nodeHeight = 64, gapX = 28, gapY = 46 } = size;
+  const { nodeWidth = 200, nodeHeight = 64, gapX = 28, gapY = 46 } = size;
   const byId = new Map(steps.map((s) => [s.id, s]));
   const depth = new Map();
   const visiting = new Set();

@@ -7,9 +7,9 @@ import { h } from "./dom.js";
 const SAFE_URL = /^(https?:\/\/|mailto:)/i;
 
 const INLINE = [
-  { re: /`([^`\n]+)`/, make: (m) => h("code", {}, m[1]) },
-  { re: /\*\*([^*\n]+?)\*\*/, make: (m) => h("strong", {}, inline(m[1])) },
-  { re: /__([^_\n]+?)__/, make: (m) => h("strong", {}, inline(m[1])) },
+  { re: /`([^`]+)`/, make: (m) => h("code", {}, m[1]) }, // spans may cross soft line breaks
+  { re: /\*\*([^*]+?)\*\*/, make: (m) => h("strong", {}, inline(m[1])) },
+  { re: /__([^_]+?)__/, make: (m) => h("strong", {}, inline(m[1])) },
   { re: /\[([^\]\n]+)\]\(([^)\s]+)\)/, make: link },
   { re: /(^|[^\w*])\*([^*\n]+?)\*(?!\w)/, lead: 1, make: (m) => h("em", {}, inline(m[2])) },
   { re: /(^|[^\w])_([^_\n]+?)_(?!\w)/, lead: 1, make: (m) => h("em", {}, inline(m[2])) },

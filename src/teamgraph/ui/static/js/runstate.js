@@ -221,8 +221,7 @@ const handlers = {
   },
   agent_message(state, e) {
     const key = `${e.path.join("/")}|${e.step_id || ""}`;
-    if (state.streams[key]) state.streams[key].done = true;
-    if (state.live === key) state.live = null;
+    if (state.streams[key]) state.streams[key].done = true; // stays shown until the next one
     addToTree(state, e.path, "agent");
   },
   tool_called(state, e) {

@@ -48,8 +48,13 @@ function liveBubbles(state, messages) {
 
 /** Cards for a paused run: a question to answer or tool calls to approve, reject or edit. */
 export function renderPending(el, state, actions) {
+  const paused = state && state.status === "interrupted";
+  // redraw only when what is asked changes, so nothing typed into a card is lost
+  const signature = paused ? JSON.stringify([state.runId, state.pending, Object.keys(actions.decisions)]) : "";
+  if (el.dataset.signature === signature) return;
+  el.dataset.signature = signature;
   clear(el);
-  if (!state || state.status !== "interrupted") return;
+  if (!paused) return;
   const { clarification, approvals } = state.pending;
   if (clarification) {
     const input = h("textarea", { id: "clarify-answer", rows: 2, "aria-label": "Your answer", maxlength: 20000 });

@@ -47,8 +47,8 @@ function node(step, pos, layout, opts) {
     },
     s("title", {}, `${step.id} (${step.state})\n${step.task}`),
     s("rect", { width: layout.nodeWidth, height: layout.nodeHeight, rx: 8 }),
-    s("text", { class: "id", x: 10, y: 20 }, shorten(step.id, 24)),
-    s("text", { class: "sub", x: 10, y: 38 }, shorten(facts.filter(Boolean).join(" · "), 30)),
+    s("text", { class: "id", x: 10, y: 20 }, shorten(step.id, 26)),
+    s("text", { class: "sub", x: 10, y: 38 }, shorten(facts.filter(Boolean).join(" · "), 34)),
     s("text", { class: "sub", x: 10, y: 54 }, step.state),
   );
 }

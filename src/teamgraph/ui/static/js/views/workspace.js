@@ -84,6 +84,11 @@ function block(title, body, cls = "text") {
   return h("div", { class: "block" }, h("h4", {}, title), h("div", { class: cls }, body));
 }
 
+function markdownBlock(title, source, id) {
+  if (!source) return null;
+  return h("div", { class: "block" }, h("h4", {}, title), h("div", { class: "text md", id }, renderMarkdown(source)));
+}
+
 export function renderStepDetail(el, state, key, now, onClose) {
   const step = findStepByKey(state, key);
   el.hidden = !step;
@@ -101,8 +106,8 @@ export function renderStepDetail(el, state, key, now, onClose) {
       h("dt", {}, "elapsed"), h("dd", {}, elapsed === null ? "—" : fmtSeconds(elapsed)),
       h("dt", {}, "tokens"), h("dd", {}, `${fmtTokens(tokens)} (${fmtUsd(step.usage.cost_usd)})`)),
     block("Task", step.task),
-    block("Context from previous steps", contextOf(state, step)),
-    step.output ? h("div", { class: "block" }, h("h4", {}, "Output"), h("div", { class: "text md", id: "detail-output" }, renderMarkdown(step.output))) : null,
+    markdownBlock("Context from previous steps", contextOf(state, step), "detail-context"),
+    markdownBlock("Output", step.output, "detail-output"),
     block("Error", step.error, "text error"),
     block("Skipped because", step.reason, "text error"),
     tools.length ? block("Tool calls", tools.map((t) => `${t.tool}(${JSON.stringify(t.args)})`).join("\n")) : null,
@@ -114,8 +119,11 @@ export function renderTeam(els, state) {
   clear(els.tree);
   if (!state) return;
   const { holder, trail } = state.control;
+  const working = rootPlan(state).filter((st) => st.state === "running").map((st) => st.worker);
   append(els.control, [
-    h("div", { id: "holder" }, "Control: ", h("b", {}, holder || "—")),
+    state.pattern === "workflow"
+      ? h("div", { id: "holder" }, "Working now: ", h("b", {}, working.join(", ") || "—"))
+      : h("div", { id: "holder" }, "Control: ", h("b", {}, holder || "—")),
     trail.length
       ? h("ol", { class: "trail", id: "trail" },
           trail.map((t) => h("li", {}, `${t.from} → ${t.to}`, t.reason ? h("span", { class: "muted" }, ` — ${t.reason}`) : null)))
