@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,10 @@ def js(browser: Any, server: Server) -> Iterator[Any]:
     page.goto("/")  # an HTML document of the server's origin (the app shows its login)
 
     def call(module: str, expression: str, arg: Any = None) -> Any:
-        script = f"async (arg) => {{ const m = await import('/ui/js/{module}'); return ({expression})(m, arg); }}"
+        script = (
+            f"async (arg) => {{ const m = await import('/ui/js/{module}');"
+            f" return ({expression})(m, arg); }}"
+        )
         return page.evaluate(script, arg)
 
     yield call
@@ -196,7 +199,8 @@ def test_sse_is_parsed_the_same_however_the_bytes_arrive(js: Any) -> None:
         chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
         parsed = js(
             "sse.js",
-            "(m, chunks) => { const p = new m.SSEParser(); return chunks.flatMap((c) => p.feed(c)); }",
+            "(m, chunks) => { const p = new m.SSEParser();"
+            " return chunks.flatMap((c) => p.feed(c)); }",
             chunks,
         )
         assert parsed == expected, size
