@@ -106,6 +106,7 @@ def test_a_clarifying_question_is_answered_in_the_page(page: Any) -> None:
     run_id = send(page, "help")
     page.wait_for_selector("#clarification")
     assert page.inner_text("#clarify-question").strip()
+    expect(page.locator("#send")).to_be_disabled()  # the session waits for the answer
     page.fill("#clarify-answer", "Compare PostgreSQL and MongoDB on security")
     page.click("#clarification button[type=submit]")
     assert wait_status(page, "completed") == "completed"
@@ -144,6 +145,18 @@ def _events(server: Server, token: str, run_id: str) -> list[dict[str, Any]]:
         "GET", f"{server.url}/api/v1/runs/{run_id}/events", headers=headers, timeout=30
     ) as response:
         return [json.loads(line[5:]) for line in response.iter_lines() if line.startswith("data:")]
+
+
+def test_a_paused_run_can_be_closed(page: Any) -> None:
+    register(page)
+    new_session(page, "desk", "Close it")
+    send(page, "help")
+    page.wait_for_selector("#clarification")
+    expect(page.locator("#cancel-run")).to_have_text("Close paused run")
+    page.click("#cancel-run")
+    assert wait_status(page, "cancelled") == "cancelled"
+    expect(page.locator("#clarification")).to_have_count(0)
+    expect(page.locator("#send")).to_be_enabled()  # the session is free again
 
 
 def test_a_running_run_can_be_cancelled(page: Any) -> None:

@@ -54,9 +54,10 @@ function draw() {
   const live = app.view && app.view.mode === "live";
   renderMessages($("messages"), app.messages, live ? state : null, live);
   renderPending($("pending"), live ? state : null, { answer, decide, decisions: app.decisions });
-  const running = live && state && ["pending", "running"].includes(state.status);
-  $("cancel-run").hidden = !running;
-  $("send").disabled = !app.session || running || (live && state && state.status === "interrupted");
+  const open = live && state && ["pending", "running", "interrupted"].includes(state.status);
+  $("cancel-run").hidden = !open; // a paused run can be closed too
+  $("cancel-run").textContent = state && state.status === "interrupted" ? "Close paused run" : "Cancel run";
+  $("send").disabled = !app.session || Boolean(open);
   drawReplay();
 }
 
@@ -332,12 +333,16 @@ async function send(event) {
 }
 
 async function cancelRun() {
-  if (!app.view) return;
+  const view = app.view;
+  if (!view) return;
+  const paused = view.state.status === "interrupted"; // its stream ended at the pause
   try {
-    await app.api.cancel(app.view.runId);
+    await app.api.cancel(view.runId);
   } catch (error) {
     toast(error.message);
+    return;
   }
+  if (paused && app.view === view) follow(view.state.lastSeq);
 }
 
 async function answer(text) {
