@@ -103,12 +103,13 @@ async def test_edit_changes_the_arguments(settings: Any) -> None:
     executed.clear()
     async with _team(settings).runner() as runner:
         await _start(runner, _plan("9"))
-        await _drain(
-            runner.resume_stream("r", default={"action": "edit", "args": {"record_id": "9-draft"}})
-        )
+        edit = {"action": "edit", "args": {"record_id": "9-draft"}}
+        events = [e async for e in runner.resume_stream("r", default=edit)]
         result = await runner.result("r")
     assert executed == ["9-draft"]
     assert result.step("s9").output == "result: deleted 9-draft"
+    # the stream says what ran: the last announcement of the call carries the edited arguments
+    assert by_type(events, "tool_called")[-1].args == {"record_id": "9-draft"}
 
 
 async def test_parallel_approvals_resume_to_the_right_calls(settings: Any) -> None:
