@@ -260,3 +260,119 @@ def test_markdown_renders_structure_and_never_markup_from_content(js: Any) -> No
     ):
         assert literal in result["text"]
     assert json.dumps(result["tags"]).count('"li"') == 2
+
+
+def _event(seq: int, kind: str, path: list[str], **fields: Any) -> dict[str, Any]:
+    return {
+        "run_id": "r",
+        "seq": seq,
+        "ts": f"2026-01-01T00:00:{seq:02d}Z",
+        "path": path,
+        "parent_id": None,
+        "type": kind,
+        **fields,
+    }
+
+
+def test_failures_skips_costs_and_pauses_are_shown_as_they_happened(js: Any) -> None:
+    steps = [
+        {"id": "fetch", "worker": "researcher", "task": "Fetch", "depends_on": []},
+        {"id": "check", "worker": "critic", "task": "Check", "depends_on": []},
+        {"id": "report", "worker": "writer", "task": "Report", "depends_on": ["fetch", "check"]},
+    ]
+    usage = {"input_tokens": 1000, "output_tokens": 500, "cost_usd": 0.0125}
+    events = [
+        _event(1, "run_started", ["t"], team="t", pattern="workflow", input="go", thread_id="r"),
+        _event(2, "plan_created", ["t"], plan_name="p", tier="rules", confidence=0.5, steps=steps),
+        _event(
+            3,
+            "step_started",
+            ["t", "researcher"],
+            step_id="fetch",
+            worker="researcher",
+            task="Fetch",
+        ),
+        _event(4, "step_started", ["t", "critic"], step_id="check", worker="critic", task="Check"),
+        _event(
+            5,
+            "usage",
+            ["t", "critic"],
+            agent="critic",
+            model="openai:gpt-4o-mini",
+            usage=usage,
+            step_id="check",
+        ),
+        _event(
+            6,
+            "step_completed",
+            ["t", "critic"],
+            step_id="check",
+            worker="critic",
+            output="all good",
+            elapsed_s=1.5,
+            usage=usage,
+        ),
+        _event(
+            7,
+            "approval_requested",
+            ["t", "researcher"],
+            agent="researcher",
+            tool="drop",
+            call_id="c1",
+            args={"table": "x"},
+            request_id="q1",
+            step_id="fetch",
+        ),
+    ]
+    paused = fold(js, events)
+    assert paused["status"] == "interrupted"
+    assert paused["pending"]["approvals"][0]["requestId"] == "q1"
+    resumed = [
+        _event(8, "resumed", ["t"], completed_steps=["check"]),
+        _event(
+            9,
+            "step_failed",
+            ["t", "researcher"],
+            step_id="fetch",
+            worker="researcher",
+            error="TimeoutError: upstream",
+            elapsed_s=2.0,
+        ),
+        _event(
+            10,
+            "step_skipped",
+            ["t", "writer"],
+            step_id="report",
+            worker="writer",
+            reason="dependency fetch failed",
+        ),
+        _event(
+            11,
+            "run_completed",
+            ["t"],
+            status="completed_with_errors",
+            output="partial",
+            usage=usage,
+        ),
+    ]
+    state = fold(js, events + resumed)
+    by_id = {s["id"]: s for s in state["plan"]}
+    assert state["pending"] == {"clarification": None, "approvals": []}
+    assert (by_id["fetch"]["state"], by_id["fetch"]["error"]) == (
+        "failed",
+        "TimeoutError: upstream",
+    )
+    assert (by_id["report"]["state"], by_id["report"]["reason"]) == (
+        "skipped",
+        "dependency fetch failed",
+    )
+    assert by_id["check"]["usage"] == usage and state["usage"] == usage
+    assert state["agents"]["critic"]["usage"]["cost_usd"] == 0.0125
+    assert state["status"] == "completed_with_errors"
+    context = js(
+        "runstate.js",
+        "(m, events) => { const s = m.replay(events);"
+        " return m.contextOf(s, m.rootPlan(s).find((x) => x.id === 'report')); }",
+        events + resumed,
+    )
+    assert context == "### check\nall good"  # only finished dependencies, labelled by id
