@@ -126,9 +126,16 @@ def test_a_reload_mid_run_picks_the_live_run_back_up_losing_nothing(
     live = page.locator("#live .body")  # the answer being written, token by token
     expect(live).not_to_be_empty()
     assert "Workflow Results" not in live.inner_text()
+    resumed_from: list[str] = []
+    page.on(
+        "request",
+        lambda r: "/events" in r.url and resumed_from.append(r.headers.get("last-event-id", "")),
+    )
+    seen = page.evaluate("window.teamgraph.view.events.length")
     page.reload()
     page.wait_for_function(f"window.teamgraph.view && window.teamgraph.view.runId === '{run_id}'")
     assert page.evaluate("window.teamgraph.view.mode") == "live"
+    assert resumed_from and int(resumed_from[0]) >= seen > 0  # went on from where it was
     assert wait_status(page, "completed") == "completed"
     assert set(node_states(page).values()) == {"done"}
     seqs = page.evaluate("window.teamgraph.view.events.map(e => e.seq)")

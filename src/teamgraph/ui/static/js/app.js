@@ -287,12 +287,40 @@ function closeStream() {
   clearInterval(app.playTimer);
 }
 
-/** Follow a run live from its first event (a reload rebuilds everything from the replay). */
+const CACHE = "teamgraph.events.";
+
+/** Keep a live run's events across a reload of the page (this tab only). */
+function saveEvents(view) {
+  try {
+    sessionStorage.setItem(CACHE + view.runId, JSON.stringify(view.events));
+  } catch {
+    /* storage full: the next load replays the run from its first event instead */
+  }
+}
+
+function cachedEvents(runId) {
+  const key = CACHE + runId;
+  let events = [];
+  try {
+    events = JSON.parse(sessionStorage.getItem(key) || "[]");
+  } catch {
+    events = [];
+  }
+  sessionStorage.removeItem(key);
+  const whole = Array.isArray(events) && events.every((e, i) => e && e.seq === i + 1);
+  return whole ? events : [];
+}
+
+/** Follow a run live: the events this tab already had (kept across a reload), then the rest
+ * from the server with `Last-Event-ID` — or everything from its first event. */
 async function attach(runId, meta = {}) {
   closeStream();
-  app.view = { runId, events: [], state: newRunState({ run_id: runId, ...meta }), mode: "live", position: 0 };
+  const view = { runId, events: cachedEvents(runId), state: newRunState({ run_id: runId, ...meta }), mode: "live", position: 0 };
+  for (const event of view.events) reduce(view.state, event);
+  view.position = view.events.length;
+  app.view = view;
   app.decisions = {};
-  follow(0);
+  follow(view.state.lastSeq);
   render();
 }
 
@@ -480,6 +508,9 @@ function wire() {
   $("workspace-toggle").addEventListener("click", () => shell.classList.toggle("show-workspace"));
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape") shell.classList.remove("show-sidebar", "show-workspace");
+  });
+  window.addEventListener("pagehide", () => {
+    if (app.view && app.view.mode === "live" && !isFinishedStatus(app.view.state.status)) saveEvents(app.view);
   });
 }
 
