@@ -324,8 +324,19 @@ def test_failures_skips_costs_and_pauses_are_shown_as_they_happened(js: Any) -> 
             step_id="fetch",
         ),
     ]
-    paused = fold(js, events)
+    call = _event(
+        7,
+        "tool_called",
+        ["t", "researcher", "drop"],
+        agent="researcher",
+        tool="drop",
+        call_id="c1",
+        args={"table": "x"},
+        step_id="fetch",
+    )
+    paused = fold(js, [*events[:6], call, {**events[6], "seq": 8}])
     assert paused["status"] == "interrupted"
+    assert [t["state"] for t in paused["tools"]] == ["approval"]
     assert paused["pending"]["approvals"][0]["requestId"] == "q1"
     resumed = [
         _event(8, "resumed", ["t"], completed_steps=["check"]),

@@ -269,6 +269,8 @@ const handlers = {
     state.status = "interrupted";
   },
   approval_requested(state, e) {
+    const call = state.tools.find((t) => t.callId === e.call_id && t.state === "running");
+    if (call) call.state = "approval";
     state.pending.approvals.push({
       requestId: e.request_id,
       agent: e.agent,
@@ -280,6 +282,7 @@ const handlers = {
     state.status = "interrupted";
   },
   resumed(state) {
+    for (const call of state.tools) if (call.state === "approval") call.state = "running";
     state.pending = { clarification: null, approvals: [] };
     state.status = "running";
   },

@@ -41,7 +41,7 @@ function liveBubbles(state, messages) {
     const progress = steps.length ? `${counts.done + counts.failed + counts.skipped} of ${steps.length} steps finished` : "working…";
     out.push(h("article", { class: "msg assistant streaming", id: "live" },
       h("div", { class: "who" }, stream ? `${stream.agent} is writing` : state.team || "team", h("span", { class: "progress" }, progress)),
-      h("div", { class: "body" }, stream ? stream.text : "")));
+      h("div", { class: "body md" }, stream ? renderMarkdown(stream.text) : "")));
   }
   return out;
 }

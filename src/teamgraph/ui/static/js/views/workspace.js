@@ -159,7 +159,7 @@ export function renderTools(els, state, open) {
   for (const t of tools) {
     const details = h("details", { "data-call": t.callId },
       h("summary", {}, h("b", {}, t.tool), h("span", { class: "muted" }, t.agent),
-        h("span", { class: `state ${t.isError ? "err" : ""}` }, t.state === "running" ? "running…" : t.isError ? "error" : "done")),
+        h("span", { class: `state ${t.isError ? "err" : ""}` }, { running: "running…", approval: "waiting for approval" }[t.state] || (t.isError ? "error" : "done"))),
       h("div", { class: "small muted" }, "arguments"),
       h("pre", {}, JSON.stringify(t.args, null, 2)),
       t.output !== null ? [h("div", { class: "small muted" }, "result"), h("pre", { class: t.isError ? "err" : "" }, t.output)] : null);
