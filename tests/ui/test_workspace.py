@@ -123,6 +123,11 @@ def test_a_reload_mid_run_picks_the_live_run_back_up_losing_nothing(
     new_session(page, "slow-research", "Slow")
     run_id = send(page, DEMO)
     page.wait_for_selector("#graph g.node[data-state='running']")
+    page.focus("#graph g.node[data-step='summary']")  # keyboard focus survives live redraws
+    page.wait_for_timeout(1200)
+    assert page.evaluate("document.activeElement.dataset.step") == "summary"
+    page.keyboard.press("Enter")
+    expect(page.locator("#step-detail > h3")).to_contain_text("Step summary")
     live = page.locator("#live .body")  # the answer being written, token by token
     expect(live).not_to_be_empty()
     assert "Workflow Results" not in live.inner_text()

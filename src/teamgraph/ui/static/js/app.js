@@ -38,7 +38,29 @@ function currentState() {
   return app.view ? app.view.state : null;
 }
 
+/** A selector for the focused element that survives a redraw (nodes, runs, tool calls). */
+function focusSelector() {
+  const el = document.activeElement;
+  if (!el || el === document.body) return null;
+  if (el.id) return `#${CSS.escape(el.id)}`;
+  const keyed = el.closest("[data-step],[data-run],[data-call]");
+  const root = keyed && keyed.parentElement && keyed.parentElement.closest("[id]");
+  if (!keyed || !root) return null;
+  const attr = ["data-step", "data-run", "data-call"].find((a) => keyed.hasAttribute(a));
+  const base = `#${CSS.escape(root.id)} [${attr}="${CSS.escape(keyed.getAttribute(attr))}"]`;
+  return keyed === el ? base : `${base} ${el.tagName.toLowerCase()}`;
+}
+
 function draw() {
+  const focused = focusSelector();
+  drawAll();
+  if (focused && (!document.activeElement || document.activeElement === document.body)) {
+    const again = document.querySelector(focused);
+    if (again) again.focus({ preventScroll: true });
+  }
+}
+
+function drawAll() {
   frame = 0;
   const state = currentState();
   const team = app.teams.find((t) => t.name === (state ? state.team : app.session && app.session.team));
