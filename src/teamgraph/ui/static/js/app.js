@@ -2,6 +2,7 @@
 
 import { Api } from "./api.js";
 import { clear, h } from "./dom.js";
+import { cachedEvents, saveEvents } from "./eventcache.js";
 import { newRunState, reduce, replay } from "./runstate.js";
 import { renderMessages, renderPending } from "./views/chat.js";
 import {
@@ -210,7 +211,10 @@ function drawSessions() {
 function startRename(session) {
   const li = document.querySelector(`li[data-session="${CSS.escape(session.session_id)}"]`);
   const input = h("input", { value: session.name, maxlength: 200, "aria-label": "New name", class: "rename-input" });
+  let finished = false; // Enter or Escape, then the blur of the removed field: act once
   const done = async (save) => {
+    if (finished) return;
+    finished = true;
     const name = input.value.trim();
     if (save && name && name !== session.name) {
       try {
@@ -307,30 +311,7 @@ async function refreshHistory() {
 function closeStream() {
   if (app.view && app.view.stream) app.view.stream.close();
   clearInterval(app.playTimer);
-}
-
-const CACHE = "teamgraph.events.";
-
-/** Keep a live run's events across a reload of the page (this tab only). */
-function saveEvents(view) {
-  try {
-    sessionStorage.setItem(CACHE + view.runId, JSON.stringify(view.events));
-  } catch {
-    /* storage full: the next load replays the run from its first event instead */
-  }
-}
-
-function cachedEvents(runId) {
-  const key = CACHE + runId;
-  let events = [];
-  try {
-    events = JSON.parse(sessionStorage.getItem(key) || "[]");
-  } catch {
-    events = [];
-  }
-  sessionStorage.removeItem(key);
-  const whole = Array.isArray(events) && events.every((e, i) => e && e.seq === i + 1);
-  return whole ? events : [];
+  app.playTimer = null;
 }
 
 /** Follow a run live: the events this tab already had (kept across a reload), then the rest
@@ -396,7 +377,11 @@ async function cancelRun() {
 }
 
 async function answer(text) {
-  await resumeWith({ answer: text });
+  const view = app.view;
+  if (await resumeWith({ answer: text })) {
+    app.messages = [...app.messages, { role: "user", content: text, run_id: view.runId }]; // stored too
+    render();
+  }
 }
 
 async function decide(requestId, decision) {
@@ -417,13 +402,14 @@ async function resumeWith(body) {
     app.decisions = {};
     toast(error.message);
     render();
-    return;
+    return false;
   }
   app.decisions = {};
   view.state.pending = { clarification: null, approvals: [] };
   view.state.status = "running";
   follow(view.state.lastSeq);
   render();
+  return true;
 }
 
 /** Open a run of the session: live if it is still going, else a replay of its stored events. */
