@@ -176,6 +176,7 @@ def test_a_running_run_can_be_cancelled(page: Any) -> None:
     new_session(page, "slow-research", "Cancel me")
     send(page, DEMO)
     page.wait_for_selector("#graph g.node[data-state='running']")
+    expect(page.locator("#meta-budget")).to_contain_text("/ 200.0k tokens · $0.0000 / $5.00")
     page.click("#cancel-run")
     assert wait_status(page, "cancelled") == "cancelled"
     expect(page.locator("#cancel-run")).to_be_hidden()
