@@ -17,7 +17,7 @@ from teamgraph.events import AgentMessage
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
 from teamgraph.server.app import create_app
-from teamgraph.server.run_log import FLUSH_INTERVAL, EventLog, replay, stored
+from teamgraph.server.run_log import FLUSH_INTERVAL, EventLog, EventWriter, replay, stored
 from teamgraph.server.state import AppState
 
 from .conftest import User, make_session
@@ -335,7 +335,8 @@ async def test_the_log_merges_stored_unstored_and_coming_events(app: FastAPI) ->
         def message(seq: int, run_id: str = run_id) -> AgentMessage:  # batched, not urgent
             return AgentMessage(run_id=run_id, seq=seq, agent="a", content=f"m{seq}")
 
-        log = EventLog(engine)
+        writer = EventWriter(app.state.teamgraph.backend.writes)
+        log = EventLog(writer)
         for seq in (1, 2, 3):
             log.add(message(seq))
         await asyncio.sleep(FLUSH_INTERVAL * 3)  # stored

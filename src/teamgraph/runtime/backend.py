@@ -19,6 +19,7 @@ from teamgraph.errors import UsageError
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.ledger import SqliteLedger, StepLedger, StoreLedger
 from teamgraph.storage.runs import RunRepository
+from teamgraph.storage.writes import Writes
 
 # WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
 # durability runs need); only an OS crash or power loss may lose the last commits.
@@ -46,6 +47,7 @@ class Backend:
     runs: RunRepository
     knowledge: KnowledgeBase
     engine: AsyncEngine
+    writes: Writes  # short write transactions that never hold SQLite's lock across an await
 
 
 @asynccontextmanager
@@ -79,7 +81,9 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
         await runs.create_tables()
         ledger = SqliteLedger(path)
         stack.callback(ledger.close)
-        yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine)
+        writes = Writes(engine, path)
+        stack.callback(writes.close)
+        yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine, writes)
 
 
 @asynccontextmanager
@@ -104,4 +108,4 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         runs = RunRepository(engine)
         await runs.create_tables()
         knowledge = KnowledgeBase(settings.knowledge_path.resolve())
-        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine)
+        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine, Writes(engine))

@@ -70,15 +70,16 @@ def _summary(row: RunRow) -> dict[str, Any]:
     "/sessions/{session_id}/runs", response_model=RunAccepted, status_code=status.HTTP_202_ACCEPTED
 )
 async def start_run(
-    session: OwnedSession, body: RunCreate, manager: Manager, state: State, db: Db
+    session: OwnedSession, body: RunCreate, manager: Manager, db: Db
 ) -> RunAccepted:
-    """Start a run of the session's team on the session's thread; follow it on ``events``."""
+    """Start a run of the session's team on the session's thread; follow it on ``events``. The
+    answer comes once the run is stored and its first event (``run_started``) can be read."""
     await db.close()  # give the connection back: starting a run needs the pool
     with conflicts():
         run_id = await manager.start(
             session.user_id, session, session.team, body.input, body.template or session.template
         )
-    return RunAccepted(run_id=run_id, status=(await state.backend.runs.get(run_id)).status)
+    return RunAccepted(run_id=run_id, status="running")
 
 
 @router.get("/sessions/{session_id}/runs", response_model=list[RunSummary])
@@ -105,7 +106,8 @@ async def get_run(run: OwnedRun, manager: Manager) -> RunOut:
 
 @router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
 async def run_events(
-    run: OwnedRun,
+    run_id: str,
+    user: CurrentUser,
     manager: Manager,
     db: Db,
     after: Annotated[
@@ -115,7 +117,13 @@ async def run_events(
 ) -> EventSourceResponse:
     """Server-sent events (``id``: seq, ``event``: type, ``data``: the event as JSON): the stored
     ones, then live ones; the stream ends when the run ends or pauses. ``Last-Event-ID`` (it
-    wins over ``after``) resumes a stream where it broke; a finished run replays from the start."""
+    wins over ``after``) resumes a stream where it broke; a finished run replays from the start.
+    A run executing in this process is streamed from memory (its events are stored in batches)."""
+    owner = manager.owner(run_id)
+    if owner is None:
+        await run_of(run_id, user, db)
+    elif owner != user.id:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
     if last_event_id is not None:
         if not last_event_id.strip().isdigit() or int(last_event_id) > MAX_SEQ:
             raise HTTPException(
@@ -125,7 +133,7 @@ async def run_events(
     await db.close()  # hold no database connection for the life of the stream
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
-        async for event in manager.events(run.id, after):
+        async for event in manager.events(run_id, after):
             yield ServerSentEvent(data=event.model_dump_json(), event=event.type, id=str(event.seq))
 
     return EventSourceResponse(stream())
