@@ -18,8 +18,8 @@ from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.ledger import SqliteLedger, StepLedger, StoreLedger
+from teamgraph.storage.direct import Direct
 from teamgraph.storage.runs import RunRepository
-from teamgraph.storage.writes import Writes
 
 # WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
 # durability runs need); only an OS crash or power loss may lose the last commits.
@@ -47,7 +47,7 @@ class Backend:
     runs: RunRepository
     knowledge: KnowledgeBase
     engine: AsyncEngine
-    writes: Writes  # short write transactions that never hold SQLite's lock across an await
+    direct: Direct  # hot-path reads and short writes that never wait on the event loop
 
 
 @asynccontextmanager
@@ -74,16 +74,18 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
         for conn in (saver.conn, store.conn):
             for pragma in SQLITE_PRAGMAS:
                 await conn.execute(pragma)
-        engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
+        # connections kept open: a request burst must not open (and close) overflow connections,
+        # each a thread, a file open and the pragmas
+        engine = create_async_engine(f"sqlite+aiosqlite:///{path}", pool_size=20, max_overflow=20)
         event.listen(engine.sync_engine, "connect", _set_pragmas)
         stack.push_async_callback(engine.dispose)
         runs = RunRepository(engine)
         await runs.create_tables()
         ledger = SqliteLedger(path)
         stack.callback(ledger.close)
-        writes = Writes(engine, path)
-        stack.callback(writes.close)
-        yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine, writes)
+        direct = Direct(engine, path)
+        stack.callback(direct.close)
+        yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine, direct)
 
 
 @asynccontextmanager
@@ -108,4 +110,4 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         runs = RunRepository(engine)
         await runs.create_tables()
         knowledge = KnowledgeBase(settings.knowledge_path.resolve())
-        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine, Writes(engine))
+        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine, Direct(engine))

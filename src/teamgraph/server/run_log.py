@@ -18,8 +18,8 @@ from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
 from teamgraph.runtime.runner import Runner
 from teamgraph.runtime.team import Team
+from teamgraph.storage.direct import Direct, Statement
 from teamgraph.storage.models import EventRow, RunRow, utcnow
-from teamgraph.storage.writes import Statement, Writes
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL = 0.05  # seconds an event may wait before its batch is written
@@ -155,7 +155,7 @@ class EventWriter:
     """Stores the events of every live run: one transaction per ``FLUSH_INTERVAL`` (at once when
     a closing run waits for its last events), whatever the number of runs."""
 
-    def __init__(self, writes: Writes) -> None:
+    def __init__(self, writes: Direct) -> None:
         self.writes = writes
         self.logs: dict[EventLog, None] = {}  # with unstored events, in order of arrival
         self.wake, self.urgent = asyncio.Event(), asyncio.Event()
@@ -204,7 +204,7 @@ def _insert(events: Sequence[BaseEvent]) -> Statement:
     return insert(EventRow), rows
 
 
-async def append(writes: Writes, events: Sequence[BaseEvent]) -> None:
+async def append(writes: Direct, events: Sequence[BaseEvent]) -> None:
     if events:
         await writes.run([_insert(events)])
 
@@ -257,7 +257,7 @@ async def cancel_stored(backend: Backend, row: RunRow, reason: str, after_seq: i
     """End a run that is not executing: log ``run_cancelled``, set the status ``cancelled``."""
     seq = max(row.last_seq, after_seq) + 1
     event = RunCancelled(run_id=row.id, seq=seq, path=[row.team_name], reason=reason)
-    await append(backend.writes, [event])
+    await append(backend.direct, [event])
     await backend.runs.update(
         row.id, status="cancelled", error="cancelled", last_seq=seq, finished_at=utcnow()
     )

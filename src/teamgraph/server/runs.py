@@ -49,7 +49,7 @@ class RunManager:
         self._live: dict[str, _Live] = {}
         # admission control: every run is accepted and announced at once, a few execute at a time
         self._slots = asyncio.Semaphore(state.settings.max_concurrent_runs)
-        self._writer = rl.EventWriter(state.backend.writes)  # every live run's events, batched
+        self._writer = rl.EventWriter(state.backend.direct)  # every live run's events, batched
 
     def runner(self, team_name: str) -> Runner:
         """The cached runner of a served team (rebuilt when the team is replaced)."""
@@ -80,7 +80,7 @@ class RunManager:
         message = {"session_id": session.id, "role": "user", "content": request}
 
         async def accept() -> None:  # one short transaction
-            await self.state.backend.writes.run(
+            await self.state.backend.direct.run(
                 [(insert(RunRow), row), (insert(MessageRow), {**message, "run_id": live.run_id})]
             )
 
@@ -150,8 +150,10 @@ class RunManager:
         self._live[live.run_id] = live
         try:
             query = select(RunRow.id, RunRow.status).where(RunRow.session_id == live.session_id)
-            async with self.state.backend.engine.connect() as conn:
-                latest = (await conn.execute(query.order_by(RunRow.created_at.desc()))).first()
+            rows = await self.state.backend.direct.rows(
+                query.order_by(RunRow.created_at.desc()).limit(1)
+            )
+            latest = rows[0] if rows else None
             if latest is not None and live.new and latest.status == "interrupted":
                 raise RunConflict(f"run {latest.id} of this session is paused: resume or cancel it")
             if latest is not None and not live.new and latest.id != live.run_id:
