@@ -15,6 +15,10 @@ temporary folder, JSON logs and the access log off, rate limits lifted), and the
 * ``inprocess runs_per_s``: the same runs, same concurrency, through ``Runner.run`` on a backend
   of its own — the baseline; ``ratio`` is server / in-process.
 
+The TTFE clients write and read HTTP/1.1 by hand on connections opened beforehand (see
+``RawClient``): the figure is the server's, not httpx's. ``--database-url`` runs the server on
+PostgreSQL. ``TEAMGRAPH_BENCH_PROFILE=file`` writes a cProfile of the server process.
+
 Run ``python benchmarks/server.py`` (about a minute) or ``--quick`` (smoke run).
 """
 

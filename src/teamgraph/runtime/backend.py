@@ -105,7 +105,9 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(url))
         await saver.setup()
         await store.setup()
-        engine = create_async_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+        engine = create_async_engine(
+            url.replace("postgresql://", "postgresql+psycopg://", 1), pool_size=20, max_overflow=20
+        )
         stack.push_async_callback(engine.dispose)
         runs = RunRepository(engine)
         await runs.create_tables()
