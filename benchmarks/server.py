@@ -15,6 +15,10 @@ temporary folder, JSON logs and the access log off, rate limits lifted), and the
 * ``inprocess runs_per_s``: the same runs, same concurrency, through ``Runner.run`` on a backend
   of its own — the baseline; ``ratio`` is server / in-process.
 
+The TTFE clients write and read HTTP/1.1 by hand on connections opened beforehand (see
+``RawClient``): the figure is the server's, not httpx's. ``--database-url`` runs the server on
+PostgreSQL. ``TEAMGRAPH_BENCH_PROFILE=file`` writes a cProfile of the server process.
+
 Run ``python benchmarks/server.py`` (about a minute) or ``--quick`` (smoke run).
 """
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import socket
@@ -31,7 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +122,16 @@ def serve(settings_json: str, port: int) -> None:
 
     settings = Settings.model_validate_json(settings_json)
     app = create_app(settings)
+    profile = os.environ.get("TEAMGRAPH_BENCH_PROFILE")  # a file for the server's cProfile
+    if profile:
+        import cProfile
+        import signal
+
+        signal.signal(signal.SIGTERM, lambda *_: None)  # uvicorn re-raises it once it stopped
+        with cProfile.Profile() as profiler:
+            uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        profiler.dump_stats(profile)
+        return
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
@@ -285,34 +300,108 @@ class Ttfe:
     errors: list[str]  # clients that failed, and why
 
 
-async def time_to_first_event(api: Api, clients: int, rounds: int) -> Ttfe:
-    """``rounds`` times, ``clients`` clients at once: start a run, open its stream, read it to
-    the end."""
-    result = Ttfe([], [], [])
+class RawClient:
+    """One kept-alive HTTP/1.1 connection written and read by hand (asyncio streams).
 
-    async def client(session_id: str, barrier: asyncio.Event) -> None:
+    The TTFE clients use it instead of httpx: 50 httpx requests and streams in one Python
+    process cost the client tens of milliseconds of CPU, which the measure would then charge to
+    the server. This client costs a few microseconds per request; the figure is still "start
+    request sent → first ``data:`` line read", taken on the client."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def connect(cls, url: str) -> RawClient:
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        return cls(reader, writer)
+
+    def send(self, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> None:
+        lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        lines.append(f"Content-Length: {len(body)}")
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+
+    async def head(self) -> tuple[int, dict[str, str]]:
+        status = await self.reader.readuntil(b"\r\n")
+        headers: dict[str, str] = {}
+        while (line := await self.reader.readuntil(b"\r\n")) != b"\r\n":
+            name, _, value = line.decode().partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return int(status.split()[1]), headers
+
+    async def response(self) -> tuple[int, bytes]:
+        status, headers = await self.head()
+        if headers.get("transfer-encoding") == "chunked":
+            return status, b"".join([chunk async for chunk in self.chunks()])
+        return status, await self.reader.readexactly(int(headers.get("content-length", "0")))
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while size := int((await self.reader.readuntil(b"\r\n")).strip(), 16):
+            yield (await self.reader.readexactly(size + 2))[:-2]
+        await self.reader.readuntil(b"\r\n")
+
+    async def follow(self, first: Callable[[], None]) -> str:
+        """Read an event stream to its end; ``first`` is called as soon as a ``data:`` line
+        arrives. Returns the last event type."""
+        status, headers = await self.head()
+        if status != 200 or headers.get("transfer-encoding") != "chunked":
+            raise BenchmarkError(f"events → {status} {headers}")
+        text = ""
+        async for chunk in self.chunks():
+            if "data:" not in text and b"data:" in chunk:
+                first()
+            text += chunk.decode()
+        kinds = [line[6:].strip() for line in text.splitlines() if line.startswith("event:")]
+        return kinds[-1] if kinds else ""
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def time_to_first_event(api: Api, url: str, clients: int, rounds: int) -> Ttfe:
+    """``rounds`` times, ``clients`` clients at once (each on a connection opened beforehand):
+    start a run, open its stream on the same connection, read it to the end."""
+    result = Ttfe([], [], [])
+    body = json.dumps({"input": REQUEST, "template": TEMPLATE}).encode()
+    json_headers = {**api.headers, "Content-Type": "application/json"}
+    sse_headers = {**api.headers, "Accept": "text/event-stream"}
+
+    async def client(session_id: str, http: RawClient, barrier: asyncio.Event) -> None:
         await barrier.wait()
         sent = time.perf_counter()
         try:
-            run_id = await api.start(session_id)
+            http.send("POST", START.format(session_id=session_id), json_headers, body)
+            status, answer = await http.response()
+            if status not in (200, 201, 202):
+                raise BenchmarkError(f"start → {status}: {answer[:300]!r}")
+            run_id = json.loads(answer)["run_id"]
             opened = time.perf_counter()
+            http.send("GET", EVENTS.format(run_id=run_id), sse_headers)
 
             def first() -> None:
                 now = time.perf_counter()
                 result.total.append((now - sent) * 1000)
                 result.stream.append((now - opened) * 1000)
 
-            last = await api.follow(run_id, first)
+            last = await http.follow(first)
             if last != "run_completed":
                 raise BenchmarkError(f"run {run_id} ended with {last or 'no event'!r}")
-        except (BenchmarkError, httpx.HTTPError) as exc:
+        except (BenchmarkError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
             error = str(exc) or type(exc).__name__
             result.errors.append(f"{error} (after {time.perf_counter() - sent:.1f} s)")
+        finally:
+            http.close()
 
     for _ in range(rounds):
         sessions = [await api.session() for _ in range(clients)]
+        connections = [await RawClient.connect(url) for _ in range(clients)]
         barrier = asyncio.Event()
-        tasks = [asyncio.create_task(client(s, barrier)) for s in sessions]
+        tasks = [
+            asyncio.create_task(client(s, c, barrier))
+            for s, c in zip(sessions, connections, strict=True)
+        ]
         await asyncio.sleep(0.05)  # every client waits at the barrier
         barrier.set()
         await asyncio.gather(*tasks)
@@ -362,7 +451,7 @@ async def benchmark(args: argparse.Namespace) -> int:
                 await api.check_runs_api()
                 server_rps = await server_throughput(api, args.runs, args.concurrency)
                 print(f"server runs_per_s {server_rps:.1f}", flush=True)
-                ttfe = await time_to_first_event(api, args.clients, args.rounds)
+                ttfe = await time_to_first_event(api, server.url, args.clients, args.rounds)
         except (BenchmarkError, httpx.HTTPError) as exc:
             print(f"benchmark failed: {exc!r}", file=sys.stderr)
             if server.process.poll() is not None or args.verbose:

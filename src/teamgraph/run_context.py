@@ -26,7 +26,8 @@ class Emitter:
 
     ``seq`` must keep increasing across a crash, so the emitter reserves numbers ahead in blocks
     (``reserve(upto)`` persists the high-water mark, asynchronously, half a block early); a
-    resumed run starts above anything the crashed process could have emitted."""
+    resumed run starts above anything the crashed process could have emitted. ``reserved``: a
+    high-water mark already persisted (with the run row), so the first events need no write."""
 
     BLOCK = 1000
 
@@ -37,11 +38,12 @@ class Emitter:
         start_seq: int = 0,
         parent_id: str | None = None,
         reserve: Callable[[int], None] | None = None,
+        reserved: int | None = None,
     ) -> None:
         self.run_id = run_id
         self.sink = sink
         self.seq = start_seq
-        self.reserved = start_seq
+        self.reserved = max(start_seq, reserved or 0)
         self.parent_id = parent_id
         self.reserve = reserve
 

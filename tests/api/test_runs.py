@@ -17,7 +17,7 @@ from teamgraph.events import AgentMessage
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
 from teamgraph.server.app import create_app
-from teamgraph.server.run_log import FLUSH_INTERVAL, EventLog, replay, stored
+from teamgraph.server.run_log import FLUSH_INTERVAL, EventLog, EventWriter, replay, stored
 from teamgraph.server.state import AppState
 
 from .conftest import User, make_session
@@ -335,7 +335,8 @@ async def test_the_log_merges_stored_unstored_and_coming_events(app: FastAPI) ->
         def message(seq: int, run_id: str = run_id) -> AgentMessage:  # batched, not urgent
             return AgentMessage(run_id=run_id, seq=seq, agent="a", content=f"m{seq}")
 
-        log = EventLog(engine)
+        writer = EventWriter(app.state.teamgraph.backend.direct)
+        log = EventLog(writer)
         for seq in (1, 2, 3):
             log.add(message(seq))
         await asyncio.sleep(FLUSH_INTERVAL * 3)  # stored
@@ -350,6 +351,93 @@ async def test_the_log_merges_stored_unstored_and_coming_events(app: FastAPI) ->
         assert await reader == [2, 3, 4, 5, 6, 7, 8], pause
         assert await _collect(stored(engine, run_id, 0)) == list(range(1, 9))
         assert not log.subscribers
+
+
+class HeldWrites:
+    """The backend's writes, held back while ``held`` is set: events stay unstored."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.direct = app.state.teamgraph.backend.direct
+        self.free = asyncio.Event()
+        self.free.set()
+
+    async def run(self, statements: Any) -> None:
+        await self.free.wait()
+        await self.direct.run(statements)
+
+
+async def test_readers_get_unstored_events_from_memory_and_older_ones_from_the_database(
+    app: FastAPI, monkeypatch: Any
+) -> None:
+    engine = app.state.teamgraph.backend.engine
+    monkeypatch.setattr(EventLog, "KEEP", 2)  # stored events leave memory quickly
+    writes = HeldWrites(app)
+    log = EventLog(EventWriter(writes))  # type: ignore[arg-type]
+
+    def message(seq: int) -> AgentMessage:
+        return AgentMessage(run_id="held", seq=seq, agent="a", content=f"m{seq}")
+
+    for seq in range(1, 6):
+        log.add(message(seq))
+    await log.close()  # all stored; the last two stay in memory
+    assert (log.floor, [e.seq for e in log.events]) == (3, [4, 5])
+    writes.free.clear()
+    for seq in (6, 7):
+        log.add(message(seq))  # emitted, not stored: the writes are held
+    await asyncio.sleep(FLUSH_INTERVAL * 2)
+    assert await _collect(stored(engine, "held", 0)) == [1, 2, 3, 4, 5]
+
+    # Last-Event-ID below the floor, between the floor and the last stored event, after it
+    readers = {
+        after: asyncio.create_task(_collect(replay(engine, "held", after, log)))
+        for after in range(8)
+    }
+    await asyncio.sleep(0.05)
+    assert not any(reader.done() for reader in readers.values())  # live: the streams stay open
+    log.add(message(8))  # a coming event
+    log.end()
+    for after, reader in readers.items():
+        assert await reader == list(range(after + 1, 9)), after
+    writes.free.set()
+    await log.close()
+    assert await _collect(stored(engine, "held", 0)) == list(range(1, 9))
+
+
+async def test_a_run_is_accepted_in_one_write_and_streams_before_its_events_are_stored(
+    client: httpx.AsyncClient, app: FastAPI, alice: User, monkeypatch: Any
+) -> None:
+    backend = app.state.teamgraph.backend
+    manager = app.state.teamgraph.extras["runs"]
+    writes = HeldWrites(app)
+    transactions: list[list[str]] = []
+
+    direct_run = backend.direct.run
+
+    async def run(statements: Any) -> None:
+        transactions.append([statement.table.name for statement, _ in statements])
+        await direct_run(statements)
+
+    monkeypatch.setattr(manager._writer, "writes", writes)  # the events' writes are held
+    monkeypatch.setattr(backend.direct, "run", run)
+    slow = {"name": "slow", "model_kwargs": {"latency": 0.2}, "members": ["researcher", "writer"]}
+    sid = (await make_session(client, alice, team=serve(app, slow)))["session_id"]
+    writes.free.clear()
+    run_id = await start(client, alice, sid, REQUEST)
+    assert transactions == [["runs", "messages"]]  # one transaction, before the 202
+    row = await backend.runs.get(run_id)
+    assert (row.session_id, row.status, row.last_seq) == (sid, "running", 1000)  # seqs reserved
+    assert row.user_id and await messages(app, sid) == [("user", REQUEST)]
+
+    events = manager.events(run_id, 0)  # what the SSE route streams
+    first = await anext(events)
+    assert (first.type, first.seq) == ("run_started", 1)
+    assert await _collect(stored(backend.engine, run_id, 0)) == []  # served from memory
+    await events.aclose()
+    writes.free.set()
+    events = await sse(client, alice, run_id)
+    assert events[-1]["event"] == "run_completed"
+    assert [e["id"] for e in events] == list(range(1, len(events) + 1))
+    assert [e.seq async for e in stored(backend.engine, run_id, 0)] == [e["id"] for e in events]
 
 
 async def _collect(events: AsyncIterator[Any]) -> list[int]:

@@ -18,6 +18,7 @@ from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.ledger import SqliteLedger, StepLedger, StoreLedger
+from teamgraph.storage.direct import Direct
 from teamgraph.storage.runs import RunRepository
 
 # WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
@@ -46,6 +47,7 @@ class Backend:
     runs: RunRepository
     knowledge: KnowledgeBase
     engine: AsyncEngine
+    direct: Direct  # hot-path reads and short writes that never wait on the event loop
 
 
 @asynccontextmanager
@@ -72,14 +74,18 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
         for conn in (saver.conn, store.conn):
             for pragma in SQLITE_PRAGMAS:
                 await conn.execute(pragma)
-        engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
+        # connections kept open: a request burst must not open (and close) overflow connections,
+        # each a thread, a file open and the pragmas
+        engine = create_async_engine(f"sqlite+aiosqlite:///{path}", pool_size=20, max_overflow=20)
         event.listen(engine.sync_engine, "connect", _set_pragmas)
         stack.push_async_callback(engine.dispose)
         runs = RunRepository(engine)
         await runs.create_tables()
         ledger = SqliteLedger(path)
         stack.callback(ledger.close)
-        yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine)
+        direct = Direct(engine, path)
+        stack.callback(direct.close)
+        yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine, direct)
 
 
 @asynccontextmanager
@@ -99,9 +105,11 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(url))
         await saver.setup()
         await store.setup()
-        engine = create_async_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+        engine = create_async_engine(
+            url.replace("postgresql://", "postgresql+psycopg://", 1), pool_size=20, max_overflow=20
+        )
         stack.push_async_callback(engine.dispose)
         runs = RunRepository(engine)
         await runs.create_tables()
         knowledge = KnowledgeBase(settings.knowledge_path.resolve())
-        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine)
+        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine, Direct(engine))

@@ -89,27 +89,31 @@ class Runner:
         template: str | None = None,
         plan: Plan | None = None,
         user_id: str | None = None,
+        accepted: bool = False,
     ) -> AsyncGenerator[Event, None]:
         """Start a run and yield its events as they happen. ``user_id`` (default: the runner's)
-        owns the run and namespaces its shared notes."""
+        owns the run and namespaces its shared notes. ``accepted``: the caller has stored the
+        run's row already (:meth:`run_row`, with the same ids), e.g. in a transaction of its own."""
         if not request.strip():
             raise UsageError("the request is empty: say what the team should do")
         run_id = run_id or uuid.uuid4().hex
         thread_id = thread_id or run_id
-        await self._prepare()
-        await self.backend.runs.create(
-            id=run_id,
-            thread_id=thread_id,
-            team_name=self.team.name,
-            team_spec=self.team.model_dump(mode="json"),
-            pattern=self.team.pattern,
-            input=request,
-            template=template,
-            status="running",
-            user_id=user_id,
-        )
+        if not accepted:
+            await self._prepare()
+            await self.backend.runs.create(
+                **self.run_row(request, run_id, thread_id, template, user_id)
+            )
+        else:
+            try:
+                await self._prepare()
+            except BaseException as exc:
+                await self.backend.runs.update(
+                    run_id, status="failed", error=f"{type(exc).__name__}: {exc}"
+                )
+                raise
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        ctx = self._context(run_id, thread_id, self._emitter(run_id, queue), user_id)
+        emitter = self._emitter(run_id, queue, reserved=Emitter.BLOCK)
+        ctx = self._context(run_id, thread_id, emitter, user_id)
         ctx.emit(
             RunStarted,
             team=self.team.name,
@@ -121,6 +125,30 @@ class Runner:
         async with aclosing(self._drive(graph_input, ctx, queue)) as events:
             async for event in events:  # closing this stream stops the run, at once
                 yield event
+
+    def run_row(
+        self,
+        request: str,
+        run_id: str,
+        thread_id: str,
+        template: str | None = None,
+        user_id: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """The ``runs`` row of a new run, with the first block of event seqs reserved."""
+        return {
+            "id": run_id,
+            "thread_id": thread_id,
+            "team_name": self.team.name,
+            "team_spec": self.team.model_dump(mode="json"),
+            "pattern": self.team.pattern,
+            "input": request,
+            "template": template,
+            "status": "running",
+            "user_id": user_id,
+            "last_seq": Emitter.BLOCK,
+            **extra,
+        }
 
     async def _prepare(self) -> None:
         """Index the team's knowledge (incrementally) and load its MCP tools (once)."""
@@ -154,10 +182,11 @@ class Runner:
             command = self._graph_input(row.input, row.template, None)
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        emitter = self._emitter(run_id, queue, row.last_seq)
+        reserved = row.last_seq + Emitter.BLOCK
+        emitter = self._emitter(run_id, queue, row.last_seq, reserved)
         ctx = self._context(run_id, row.thread_id, emitter, row.user_id)
+        await self.backend.runs.update(run_id, status="running", last_seq=reserved)
         self._replay_preamble(ctx, snapshot.values, await self.ledger.load(run_id))
-        await self.backend.runs.update(run_id, status="running")
         async with aclosing(self._drive(command, ctx, queue)) as events:
             async for event in events:
                 yield event
@@ -243,7 +272,11 @@ class Runner:
         )
 
     def _emitter(
-        self, run_id: str, queue: asyncio.Queue[BaseEvent | None], start_seq: int = 0
+        self,
+        run_id: str,
+        queue: asyncio.Queue[BaseEvent | None],
+        start_seq: int = 0,
+        reserved: int | None = None,
     ) -> Emitter:
         def reserve(upto: int) -> None:
             task = asyncio.get_running_loop().create_task(
@@ -252,7 +285,7 @@ class Runner:
             self._reservations.add(task)
             task.add_done_callback(self._reservations.discard)
 
-        return Emitter(run_id, queue.put_nowait, start_seq, reserve=reserve)
+        return Emitter(run_id, queue.put_nowait, start_seq, reserve=reserve, reserved=reserved)
 
     def _config(self, thread_id: str) -> RunnableConfig:
         # supersteps: a swarm turn takes two per handoff, a supervisor turn two per decision

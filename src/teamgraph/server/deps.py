@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import OAuth2PasswordBearer
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.server import repositories as repo
@@ -17,7 +18,7 @@ from teamgraph.storage.models import SessionRow, UserRow
 oauth2 = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:  # async: no threadpool hop
     state: AppState = request.app.state.teamgraph
     return state
 
@@ -49,8 +50,9 @@ async def get_claims(state: State, token: Annotated[str | None, Depends(oauth2)]
 Claims = Annotated[TokenClaims, Depends(get_claims)]
 
 
-async def current_user(claims: Claims, db: Db) -> UserRow:
-    user = await db.get(UserRow, claims.user_id)
+async def current_user(claims: Claims, state: State) -> UserRow:
+    """The token's user (read directly: no database session is held for it; do not change it)."""
+    user = await state.backend.direct.first(select(UserRow).where(UserRow.id == claims.user_id))
     if user is None:
         raise _unauthorized()
     return user
@@ -82,3 +84,15 @@ async def session_of(session_id: str, user: CurrentUser, db: Db) -> SessionRow:
 
 
 OwnedSession = Annotated[SessionRow, Depends(session_of)]
+
+
+async def session_read(session_id: str, user: CurrentUser, state: State) -> SessionRow:
+    """Like :func:`session_of`, read directly: for routes that do not change the session."""
+    query = select(SessionRow).where(SessionRow.id == session_id, SessionRow.user_id == user.id)
+    row = await state.backend.direct.first(query)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Session not found")
+    return row
+
+
+ReadSession = Annotated[SessionRow, Depends(session_read)]

@@ -1,6 +1,6 @@
-"""The ``events`` table as a run's log: live events are buffered, written in seq order in small
-batches (at once for run, step, plan and pause events) and handed to subscribers; readers get the
-stored events followed by the live ones, with no gap and no repeat."""
+"""The ``events`` table as a run's log: live events are kept in memory and handed to subscribers
+as they are emitted, and stored in the background in seq order, batched across runs; readers get
+the stored events followed by the live ones, with no gap and no repeat."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
 from teamgraph.runtime.runner import Runner
 from teamgraph.runtime.team import Team
+from teamgraph.storage.direct import Direct, Statement
 from teamgraph.storage.models import EventRow, RunRow, utcnow
 
 log = logging.getLogger(__name__)
-FLUSH_INTERVAL = 0.05  # seconds a token or tool event may wait before its batch is written
-URGENT = ("run_", "step_", "plan_", "approval_", "clarification_", "resumed")
+FLUSH_INTERVAL = 0.05  # seconds an event may wait before its batch is written
 PAGE = 500  # stored events read per query
 ENDINGS = ("run_completed", "run_failed", "run_cancelled")
 STOPS = {*ENDINGS, "clarification_requested", "approval_requested"}  # an execution's last events
@@ -41,9 +41,13 @@ class LoggedRunner(Runner):
     sink: Callable[[BaseEvent], None]
 
     def _emitter(
-        self, run_id: str, queue: asyncio.Queue[BaseEvent | None], start_seq: int = 0
+        self,
+        run_id: str,
+        queue: asyncio.Queue[BaseEvent | None],
+        start_seq: int = 0,
+        reserved: int | None = None,
     ) -> Emitter:
-        emitter = super()._emitter(run_id, queue, start_seq)
+        emitter = super()._emitter(run_id, queue, start_seq, reserved)
         to_queue, to_sink = emitter.sink, self.sink
 
         def both(event: BaseEvent) -> None:
@@ -84,39 +88,61 @@ def kind(event: BaseEvent) -> str:
 
 
 class EventLog:
-    """The events of one executing run, from its first emitted event to its last write."""
+    """The events of one executing run, from its first emitted event to its last write.
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
-        self.pending: list[BaseEvent] = []  # emitted, not written yet
-        self.writing: list[BaseEvent] = []  # being written
+    Readers are served from memory: the log keeps this execution's events (the last ``KEEP``
+    of them once they are stored) and hands new ones to its subscribers as they are emitted.
+    The :class:`EventWriter` stores them in the background, in seq order, batched with the other
+    runs' events. Every event of the run with ``seq <= floor`` is stored already (earlier
+    executions, events dropped from memory); every later one of this execution is in
+    ``events``."""
+
+    KEEP = 2000  # stored events kept in memory for readers
+
+    def __init__(self, writer: EventWriter, floor: int = 0) -> None:
+        self.writer = writer
+        self.floor = floor
+        self.events: list[BaseEvent] = []  # in seq order, all above ``floor``
+        self.stored = 0  # how many of ``events`` are stored (or failed to be)
         self.subscribers: set[Subscriber] = set()
-        self.dirty, self.urgent = asyncio.Event(), asyncio.Event()
+        self.synced = asyncio.Event()  # set while every event is stored
+        self.synced.set()
         self.closed = self.finished = False
-        self.writer = asyncio.create_task(self._write_loop())
 
     def add(self, event: BaseEvent) -> None:
-        self.pending.append(event)
-        self.dirty.set()
-        if kind(event).startswith(URGENT):
-            self.urgent.set()
+        self.events.append(event)
+        self.synced.clear()
+        self.writer.dirty(self, urgent=False)
         for queue in self.subscribers:
             queue.put_nowait(event)
 
-    def subscribe(self) -> tuple[Subscriber, list[BaseEvent]]:
-        """A queue of the events to come, and the emitted ones not stored yet."""
+    def subscribe(self) -> tuple[Subscriber, list[BaseEvent], int]:
+        """A queue of the events to come, the events in memory and the floor below them."""
         queue: Subscriber = asyncio.Queue()
         if self.finished:
             queue.put_nowait(None)
         self.subscribers.add(queue)
-        return queue, [*self.writing, *self.pending]
+        return queue, list(self.events), self.floor
+
+    def unstored(self) -> list[BaseEvent]:
+        return self.events[self.stored :]
+
+    def mark_stored(self, count: int) -> None:
+        self.stored += count
+        if self.stored == len(self.events):
+            self.synced.set()
+        drop = self.stored - self.KEEP  # only stored events leave memory
+        if drop > 0:
+            self.floor = self.events[drop - 1].seq
+            del self.events[:drop]
+            self.stored -= drop
 
     async def close(self) -> None:
-        """Write everything left (new events are not accepted any more)."""
+        """Store everything left (new events are not accepted any more)."""
         self.closed = True
-        self.dirty.set()
-        self.urgent.set()
-        await asyncio.shield(self.writer)
+        if not self.synced.is_set():
+            self.writer.dirty(self, urgent=True)
+            await self.synced.wait()
 
     def end(self) -> None:
         """End the subscribers' streams (once the run's bookkeeping is done)."""
@@ -124,30 +150,63 @@ class EventLog:
         for queue in self.subscribers:
             queue.put_nowait(None)
 
-    async def _write_loop(self) -> None:
-        while self.pending or not self.closed:
-            await self.dirty.wait()
-            with suppress(TimeoutError):
-                await asyncio.wait_for(self.urgent.wait(), FLUSH_INTERVAL)
-            self.dirty.clear()
+
+class EventWriter:
+    """Stores the events of every live run: one transaction per ``FLUSH_INTERVAL`` (at once when
+    a closing run waits for its last events), whatever the number of runs."""
+
+    def __init__(self, writes: Direct) -> None:
+        self.writes = writes
+        self.logs: dict[EventLog, None] = {}  # with unstored events, in order of arrival
+        self.wake, self.urgent = asyncio.Event(), asyncio.Event()
+        self.stopping = False
+        self.task: asyncio.Task[None] | None = None
+
+    def dirty(self, event_log: EventLog, urgent: bool) -> None:
+        self.logs[event_log] = None
+        self.wake.set()
+        if urgent:
+            self.urgent.set()
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        """Store what is left and stop."""
+        self.stopping = True
+        self.wake.set()
+        self.urgent.set()
+        if self.task is not None:
+            await asyncio.shield(self.task)
+
+    async def _loop(self) -> None:
+        while self.logs or not self.stopping:
+            await self.wake.wait()
+            if not self.stopping:
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self.urgent.wait(), FLUSH_INTERVAL)
+            self.wake.clear()
             self.urgent.clear()
-            self.writing, self.pending = self.pending, []
+            batch = [(item, item.unstored()) for item in self.logs]
+            self.logs = {}
             try:
-                await append(self.engine, self.writing)
-            except Exception:  # the run goes on; its live subscribers still get every event
-                log.exception("could not store %d events", len(self.writing))
-            self.writing = []
+                await append(self.writes, [e for _, events in batch for e in events])
+            except Exception:  # the runs go on; their live subscribers still get every event
+                log.exception("could not store %d events", sum(len(e) for _, e in batch))
+            for event_log, events in batch:
+                event_log.mark_stored(len(events))
 
 
-async def append(engine: AsyncEngine, events: Sequence[BaseEvent]) -> None:
-    if not events:
-        return
+def _insert(events: Sequence[BaseEvent]) -> Statement:
     rows = [
         {"run_id": e.run_id, "seq": e.seq, "type": kind(e), "data": e.model_dump_json()}
         for e in events
     ]
-    async with engine.begin() as conn:
-        await conn.execute(insert(EventRow), rows)
+    return insert(EventRow), rows
+
+
+async def append(writes: Direct, events: Sequence[BaseEvent]) -> None:
+    if events:
+        await writes.run([_insert(events)])
 
 
 async def stored(engine: AsyncEngine, run_id: str, after_seq: int) -> AsyncIterator[Event]:
@@ -171,14 +230,16 @@ async def stored(engine: AsyncEngine, run_id: str, after_seq: int) -> AsyncItera
 async def replay(
     engine: AsyncEngine, run_id: str, after_seq: int, live: EventLog | None
 ) -> AsyncIterator[Event]:
-    """Stored events, then (for a live run) the unstored and the coming ones until the run's
-    execution ends. The subscription is taken before reading, duplicates are dropped by seq."""
-    queue, recent = live.subscribe() if live is not None else (None, [])
+    """Stored events, then (for a live run) the ones in memory and the coming ones until the
+    run's execution ends. The subscription is taken first; a reader that needs nothing below the
+    live log's floor reads nothing from the database. Duplicates are dropped by seq."""
+    queue, recent, floor = live.subscribe() if live is not None else (None, [], -1)
     last = after_seq
     try:
-        async for event in stored(engine, run_id, after_seq):
-            last = event.seq
-            yield event
+        if after_seq < floor or live is None:
+            async for event in stored(engine, run_id, after_seq):
+                last = event.seq
+                yield event
         for item in recent:
             if item.seq > last:
                 last = item.seq
@@ -196,7 +257,7 @@ async def cancel_stored(backend: Backend, row: RunRow, reason: str, after_seq: i
     """End a run that is not executing: log ``run_cancelled``, set the status ``cancelled``."""
     seq = max(row.last_seq, after_seq) + 1
     event = RunCancelled(run_id=row.id, seq=seq, path=[row.team_name], reason=reason)
-    await append(backend.engine, [event])
+    await append(backend.direct, [event])
     await backend.runs.update(
         row.id, status="cancelled", error="cancelled", last_seq=seq, finished_at=utcnow()
     )

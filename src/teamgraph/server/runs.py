@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
 from teamgraph.events import BaseEvent, Event, RunCompleted
 from teamgraph.runtime.runner import Runner
@@ -18,7 +18,7 @@ from teamgraph.server import repositories as repo
 from teamgraph.server import run_log as rl
 from teamgraph.server.run_log import RunConflict
 from teamgraph.server.state import AppState
-from teamgraph.storage.models import RunRow, SessionRow
+from teamgraph.storage.models import MessageRow, RunRow, SessionRow
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,8 @@ class _Live:  # a run executing (or about to) in this process
     run_id: str
     session_id: str
     user_id: str | None
-    message: str | None  # the user's words, stored in the session once the run has started
-    new: bool  # a new run: its row gets its owner and session with the first event
+    message: str | None  # a resumed run's answer, stored in the session once it has started
+    new: bool  # a new run: its row, owner, session and message are stored before it starts
     log: rl.EventLog | None = None
     ready: asyncio.Future[None] = field(default_factory=asyncio.Future)
     task: asyncio.Task[None] | None = None
@@ -49,6 +49,7 @@ class RunManager:
         self._live: dict[str, _Live] = {}
         # admission control: every run is accepted and announced at once, a few execute at a time
         self._slots = asyncio.Semaphore(state.settings.max_concurrent_runs)
+        self._writer = rl.EventWriter(state.backend.direct)  # every live run's events, batched
 
     def runner(self, team_name: str) -> Runner:
         """The cached runner of a served team (rebuilt when the team is replaced)."""
@@ -68,13 +69,30 @@ class RunManager:
         request: str,
         template: str | None = None,
     ) -> str:
-        """Start a run on the session's thread; returns once it has started (or raises)."""
+        """Start a run on the session's thread; returns once it is stored (its row, owner and
+        session, and the user's message: one transaction) and its first event is emitted."""
         runner = self.runner(team_name)
-        live = _Live(uuid.uuid4().hex, session.id, user_id, request, new=True)
-        stream = runner.stream(
-            request, thread_id=session.id, run_id=live.run_id, template=template, user_id=user_id
+        live = _Live(uuid.uuid4().hex, session.id, user_id, None, new=True)
+        row = runner.run_row(
+            request, live.run_id, session.id, template, user_id, session_id=session.id
         )
-        await self._begin(live, stream)
+
+        message = {"session_id": session.id, "role": "user", "content": request}
+
+        async def accept() -> None:  # one short transaction
+            await self.state.backend.direct.run(
+                [(insert(RunRow), row), (insert(MessageRow), {**message, "run_id": live.run_id})]
+            )
+
+        stream = runner.stream(
+            request,
+            thread_id=session.id,
+            run_id=live.run_id,
+            template=template,
+            user_id=user_id,
+            accepted=True,
+        )
+        await self._begin(live, stream, accept)
         return live.run_id
 
     async def resume(self, run_id: str, answer: str | None = None, **reply: Any) -> None:
@@ -82,7 +100,8 @@ class RunManager:
         row = await self.state.backend.runs.get(run_id)
         live = _Live(run_id, row.session_id or row.thread_id, row.user_id, answer, new=False)
         runner = self.runner(row.team_name)
-        await self._begin(live, runner.resume_stream(run_id, answer=answer, **reply))
+        stream = runner.resume_stream(run_id, answer=answer, **reply)
+        await self._begin(live, stream, floor=row.last_seq)
 
     async def cancel(self, run_id: str) -> str:
         """Stop a running run (it ends ``cancelled``, resumable) or close a paused one."""
@@ -99,6 +118,11 @@ class RunManager:
             await rl.cancel_stored(self.state.backend, row, "cancelled while paused")
         return (await self.state.backend.runs.get(run_id)).status
 
+    def owner(self, run_id: str) -> str | None:
+        """The user of a run executing in this process (``None``: not live here)."""
+        live = self._live.get(run_id)
+        return live.user_id if live is not None else None
+
     def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
         """Stored events with ``seq > after_seq``, then live ones until this execution ends."""
         live = self._live.get(run_id)
@@ -110,25 +134,36 @@ class RunManager:
         for live in running:
             self._stop(live)
         await asyncio.gather(*(r.task for r in running if r.task), return_exceptions=True)
+        await self._writer.stop()
 
-    async def _begin(self, live: _Live, events: AsyncIterator[Event]) -> None:
-        """Claim the session, check its latest run, run in the background; return once the
-        run has started (or raise why it could not)."""
+    async def _begin(
+        self,
+        live: _Live,
+        events: AsyncIterator[Event],
+        accept: Callable[[], Awaitable[None]] | None = None,
+        floor: int = 0,
+    ) -> None:
+        """Claim the session, check its latest run, store the run (``accept``), run it in the
+        background; return once its first event is out (or raise why it could not start)."""
         if any(other.session_id == live.session_id for other in self._live.values()):
             raise RunConflict("this session already has a running run")
         self._live[live.run_id] = live
         try:
-            async with self.state.sessions() as db:
-                query = select(RunRow).where(RunRow.session_id == live.session_id)
-                latest = (await db.scalars(query.order_by(RunRow.created_at.desc()))).first()
+            query = select(RunRow.id, RunRow.status).where(RunRow.session_id == live.session_id)
+            rows = await self.state.backend.direct.rows(
+                query.order_by(RunRow.created_at.desc()).limit(1)
+            )
+            latest = rows[0] if rows else None
             if latest is not None and live.new and latest.status == "interrupted":
                 raise RunConflict(f"run {latest.id} of this session is paused: resume or cancel it")
             if latest is not None and not live.new and latest.id != live.run_id:
                 raise RunConflict(f"a later run of this session ({latest.id}) superseded this one")
+            if accept is not None:
+                await accept()
         except BaseException:
             self._live.pop(live.run_id)
             raise
-        live.log = rl.EventLog(self.state.backend.engine)
+        live.log = rl.EventLog(self._writer, floor)
         live.task = asyncio.create_task(self._run(live, events))
         await asyncio.shield(live.ready)
 
@@ -181,15 +216,14 @@ class RunManager:
         live.ended = live.ended or rl.kind(event) in rl.STOPS
         if isinstance(event, RunCompleted):
             live.output = event.output
-        if live.started is None:
-            live.started = asyncio.get_running_loop().create_task(self._started(live))
+        if live.started is None and not live.ready.done():  # its first event
+            if live.message:  # a resumed run: store the answer first
+                live.started = asyncio.get_running_loop().create_task(self._started(live))
+            else:
+                live.ready.set_result(None)
 
     async def _started(self, live: _Live) -> None:
         try:
-            if live.new:
-                await self.state.backend.runs.update(
-                    live.run_id, user_id=live.user_id, session_id=live.session_id
-                )
             if live.message:
                 await self._message(live, "user", live.message)
         except Exception as exc:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Query, status
 from sqlalchemy import select
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from teamgraph.server.deps import CurrentUser, Db, OwnedSession, State
+from teamgraph.server.deps import CurrentUser, Db, OwnedSession, ReadSession, State
 from teamgraph.server.run_log import RunConflict
 from teamgraph.server.runs import RunManager
 from teamgraph.server.schemas import (
@@ -29,7 +29,7 @@ MAX_SEQ = 2**31 - 1  # event seqs are 32-bit integers in the database
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
 
-def get_manager(state: State) -> RunManager:
+async def get_manager(state: State) -> RunManager:  # async: no threadpool hop
     manager: RunManager = state.extras["runs"]
     return manager
 
@@ -37,10 +37,10 @@ def get_manager(state: State) -> RunManager:
 Manager = Annotated[RunManager, Depends(get_manager)]
 
 
-async def run_of(run_id: str, user: CurrentUser, db: Db) -> RunRow:
+async def run_of(run_id: str, user: CurrentUser, state: State) -> RunRow:
     """A run in the path that the user owns — 404 otherwise (never leaks existence)."""
     query = select(RunRow).where(RunRow.id == run_id, RunRow.user_id == user.id)
-    row = (await db.scalars(query)).first()
+    row = await state.backend.direct.first(query)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
     return row
@@ -69,16 +69,14 @@ def _summary(row: RunRow) -> dict[str, Any]:
 @router.post(
     "/sessions/{session_id}/runs", response_model=RunAccepted, status_code=status.HTTP_202_ACCEPTED
 )
-async def start_run(
-    session: OwnedSession, body: RunCreate, manager: Manager, state: State, db: Db
-) -> RunAccepted:
-    """Start a run of the session's team on the session's thread; follow it on ``events``."""
-    await db.close()  # give the connection back: starting a run needs the pool
+async def start_run(session: ReadSession, body: RunCreate, manager: Manager) -> RunAccepted:
+    """Start a run of the session's team on the session's thread; follow it on ``events``. The
+    answer comes once the run is stored and its first event (``run_started``) can be read."""
     with conflicts():
         run_id = await manager.start(
             session.user_id, session, session.team, body.input, body.template or session.template
         )
-    return RunAccepted(run_id=run_id, status=(await state.backend.runs.get(run_id)).status)
+    return RunAccepted(run_id=run_id, status="running")
 
 
 @router.get("/sessions/{session_id}/runs", response_model=list[RunSummary])
@@ -105,9 +103,10 @@ async def get_run(run: OwnedRun, manager: Manager) -> RunOut:
 
 @router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
 async def run_events(
-    run: OwnedRun,
+    run_id: str,
+    user: CurrentUser,
     manager: Manager,
-    db: Db,
+    state: State,
     after: Annotated[
         int, Query(ge=0, le=MAX_SEQ, description="Only events with a greater seq.")
     ] = 0,
@@ -115,17 +114,22 @@ async def run_events(
 ) -> EventSourceResponse:
     """Server-sent events (``id``: seq, ``event``: type, ``data``: the event as JSON): the stored
     ones, then live ones; the stream ends when the run ends or pauses. ``Last-Event-ID`` (it
-    wins over ``after``) resumes a stream where it broke; a finished run replays from the start."""
+    wins over ``after``) resumes a stream where it broke; a finished run replays from the start.
+    A run executing in this process is streamed from memory (its events are stored in batches)."""
+    owner = manager.owner(run_id)
+    if owner is None:
+        await run_of(run_id, user, state)
+    elif owner != user.id:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
     if last_event_id is not None:
         if not last_event_id.strip().isdigit() or int(last_event_id) > MAX_SEQ:
             raise HTTPException(
                 status.HTTP_422_UNPROCESSABLE_CONTENT, detail="Last-Event-ID must be an event seq"
             )
         after = int(last_event_id)
-    await db.close()  # hold no database connection for the life of the stream
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
-        async for event in manager.events(run.id, after):
+        async for event in manager.events(run_id, after):
             yield ServerSentEvent(data=event.model_dump_json(), event=event.type, id=str(event.seq))
 
     return EventSourceResponse(stream())

@@ -1,0 +1,103 @@
+"""Short reads and write transactions on the app tables that never wait on the event loop.
+
+SQLite has one writer at a time, and aiosqlite holds a transaction open across awaits: under a
+busy event loop a write transaction keeps the lock for several loop turns, and every other writer
+(the checkpointer, the step ledger, other requests) sleeps in SQLite's busy handler. aiosqlite also
+runs every query on a thread of its own, and a burst of requests then fights the event loop for
+the GIL. So on SQLite the hot path's point reads and short transactions run whole, synchronously:
+first on the event loop on a connection that never waits for a lock (a WAL read or commit takes
+tens of microseconds), and when another connection holds the lock, on a worker thread that waits
+for it. On PostgreSQL writers do not serialize: the async engine is used as is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine, Executable, Row, Select, create_engine, event
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import StaticPool
+
+Statement = tuple[Executable, Sequence[dict[str, Any]] | dict[str, Any] | None]
+T = TypeVar("T")
+
+
+class Direct:
+    """``run`` (one write transaction), ``first`` (an ORM object) and ``rows`` (a query's rows)."""
+
+    def __init__(self, engine: AsyncEngine, sqlite_path: Path | None = None) -> None:
+        self.engine = engine
+        self._fast: Engine | None = None
+        self._slow: Engine | None = None
+        self._slow_lock = threading.Lock()
+        if sqlite_path is not None:
+            url = f"sqlite:///{sqlite_path}"
+            fast_args = {"timeout": 0.0, "check_same_thread": False}
+            self._fast = create_engine(url, connect_args=fast_args, poolclass=StaticPool)
+            slow_args = {"timeout": 30.0, "check_same_thread": False}
+            self._slow = create_engine(url, connect_args=slow_args, poolclass=StaticPool)
+            event.listen(self._fast, "connect", _pragmas(busy_ms=0))
+            event.listen(self._slow, "connect", _pragmas(busy_ms=30_000))
+
+    async def run(self, statements: Sequence[Statement]) -> None:
+        """Execute ``statements`` (with their parameters) in one transaction."""
+        if self._fast is None:
+            async with self.engine.begin() as conn:
+                for statement, parameters in statements:
+                    await conn.execute(statement, parameters)
+            return
+
+        def transaction(session: Session) -> None:
+            for statement, parameters in statements:
+                session.execute(statement, parameters)
+            session.commit()
+
+        await self._sync(transaction)
+
+    async def first(self, query: Select[T]) -> T | None:
+        """The first ORM object ``query`` selects (detached: read it, do not change it)."""
+        if self._fast is None:
+            async with AsyncSession(self.engine, expire_on_commit=False) as session:
+                return (await session.scalars(query)).first()
+        return await self._sync(lambda session: session.scalars(query).first())
+
+    async def rows(self, query: Executable) -> list[Row[Any]]:
+        if self._fast is None:
+            async with self.engine.connect() as conn:
+                return list((await conn.execute(query)).all())
+        return await self._sync(lambda session: list(session.execute(query).all()))
+
+    async def _sync(self, operation: Callable[[Session], T]) -> T:
+        assert self._fast is not None
+        try:
+            with Session(self._fast, expire_on_commit=False) as session:
+                return operation(session)
+        except OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+        return await asyncio.to_thread(self._on_slow, operation)
+
+    def _on_slow(self, operation: Callable[[Session], T]) -> T:
+        with self._slow_lock, Session(self._slow, expire_on_commit=False) as session:
+            return operation(session)
+
+    def close(self) -> None:
+        for engine in (self._fast, self._slow):
+            if engine is not None:
+                engine.dispose()
+
+
+def _pragmas(busy_ms: int) -> Any:
+    def set_pragmas(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", f"busy_timeout={busy_ms}"):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    return set_pragmas
