@@ -227,3 +227,43 @@ def _null_emitter() -> Any:
     from teamgraph.run_context import Emitter
 
     return Emitter("r", lambda event: None)
+
+
+async def test_an_explicit_plan_goes_straight_to_execute(settings: Any) -> None:
+    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
+    plan = _plan(("a", "researcher", []), ("b", "writer", ["a"]))
+    async with team.runner() as runner:
+        events = [e async for e in runner.stream("x", run_id="r", plan=plan)]
+        config = runner._config("r")
+        history = [c async for c in runner.graph.aget_state_history(config)]
+    assert [e.type for e in events][:3] == ["run_started", "plan_created", "step_started"]
+    assert by_type(events, "plan_created")[0].tier == "explicit"
+    assert [c.next for c in reversed(history)] == [
+        ("__start__",),
+        ("execute",),
+        ("synthesize",),
+        (),
+    ]
+    assert history[0].values["tier"] == "explicit" and history[0].values["status"] == "completed"
+
+
+async def test_an_invalid_explicit_plan_fails_the_run_with_its_problems(settings: Any) -> None:
+    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
+    result, events = await run_collect(team, "x", plan=_plan(("a", "poet", [])))
+    assert result.status == "failed" and "unknown worker 'poet'" in result.error
+    assert not by_type(events, "plan_created")
+
+
+async def test_a_later_run_on_the_same_thread_plans_again(settings: Any) -> None:
+    from .helpers import plan_json
+
+    def fn(messages: list[BaseMessage]) -> str:
+        if is_planner(messages):
+            return plan_json(("planned", "researcher", []))
+        return "ok"
+
+    team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=fn))
+    async with team.runner() as runner:
+        await runner.run("x", run_id="one", thread_id="t", plan=_plan(("a", "researcher", [])))
+        second = await runner.run("y", run_id="two", thread_id="t")
+    assert second.planner_tier == "llm" and [s.id for s in second.steps] == ["planned"]

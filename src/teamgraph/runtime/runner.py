@@ -107,9 +107,12 @@ class Runner:
             template=template,
             status="running",
             user_id=user_id,
+            last_seq=Emitter.BLOCK,  # the first block of event seqs, reserved with the row
         )
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        ctx = self._context(run_id, thread_id, self._emitter(run_id, queue), user_id)
+        emitter = self._emitter(run_id, queue)
+        emitter.reserved = Emitter.BLOCK  # persisted with the row: no write for the first events
+        ctx = self._context(run_id, thread_id, emitter, user_id)
         ctx.emit(
             RunStarted,
             team=self.team.name,
@@ -118,6 +121,8 @@ class Runner:
             thread_id=thread_id,
         )
         graph_input = self._graph_input(request, template, plan)
+        if plan is not None and graph_input.get("planned"):  # the graph starts with execute
+            workflow.emit_plan(ctx, plan, "explicit")
         async with aclosing(self._drive(graph_input, ctx, queue)) as events:
             async for event in events:  # closing this stream stops the run, at once
                 yield event
@@ -154,10 +159,12 @@ class Runner:
             command = self._graph_input(row.input, row.template, None)
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
+        reserved = row.last_seq + Emitter.BLOCK
+        await self.backend.runs.update(run_id, status="running", last_seq=reserved)
         emitter = self._emitter(run_id, queue, row.last_seq)
+        emitter.reserved = reserved
         ctx = self._context(run_id, row.thread_id, emitter, row.user_id)
         self._replay_preamble(ctx, snapshot.values, await self.ledger.load(run_id))
-        await self.backend.runs.update(run_id, status="running")
         async with aclosing(self._drive(command, ctx, queue)) as events:
             async for event in events:
                 yield event
@@ -165,7 +172,7 @@ class Runner:
     def _graph_input(self, request: str, template: str | None, plan: Plan | None) -> dict[str, Any]:
         graph_input: dict[str, Any] = {"request": request}
         if self.team.pattern == "workflow":
-            graph_input |= {"template": template, "explicit_plan": plan and plan.model_dump()}
+            graph_input |= workflow.graph_input(self.team, template, plan)
         return graph_input
 
     async def pending(self, run_id: str) -> list[dict[str, Any]]:
