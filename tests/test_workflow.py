@@ -188,6 +188,9 @@ async def test_llm_synthesizer_answers_from_step_results(settings: Any) -> None:
     )
     result, _ = await run_collect(team, "x", plan=_plan(("a", "researcher", [])))
     assert result.output == "FINAL ANSWER"
+    async with team.runner() as runner:
+        history = [c async for c in runner.graph.aget_state_history(runner._config("run-1"))]
+    assert [c.next for c in reversed(history)][-2:] == [("synthesize",), ()]
 
 
 async def test_usage_and_cost_per_step_agent_and_run(settings: Any) -> None:
@@ -238,12 +241,8 @@ async def test_an_explicit_plan_goes_straight_to_execute(settings: Any) -> None:
         history = [c async for c in runner.graph.aget_state_history(config)]
     assert [e.type for e in events][:3] == ["run_started", "plan_created", "step_started"]
     assert by_type(events, "plan_created")[0].tier == "explicit"
-    assert [c.next for c in reversed(history)] == [
-        ("__start__",),
-        ("execute",),
-        ("synthesize",),
-        (),
-    ]
+    # input, then straight to execute, which also writes the concat report
+    assert [c.next for c in reversed(history)] == [("__start__",), ("execute",), ()]
     assert history[0].values["tier"] == "explicit" and history[0].values["status"] == "completed"
 
 

@@ -1,5 +1,8 @@
 """The workflow pattern: plan → execute (eager, fault-isolated) → synthesize, on LangGraph.
 
+The ``concat`` synthesizer (a pure function of the plan and the step results) runs at the end of
+``execute``; the ``llm`` synthesizer is a node of its own.
+
 Checkpoints after each node; inside ``execute`` every finished step is written to the step ledger
 (keyed by step id) before its event goes out, so a resumed run re-runs no finished step. A run
 given a valid explicit plan starts with the plan already in its input (its first checkpoint) and
@@ -111,23 +114,32 @@ async def execute_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Wo
     shared = ctx.adopt_state(state.get("shared_state"))
     plan = Plan.model_validate(state["plan"])
     records, over = await with_approvals(ctx, lambda local: execute_plan(plan, local))
-    return {
+    stopped = str(over) if over else ""
+    update: WorkflowState = {
         "steps": {k: r.model_dump(mode="json") for k, r in records.items()},
         "shared_state": shared,
-        "stopped": str(over) if over else "",
+        "stopped": stopped,
     }
+    if ctx.team.workflow.synthesizer != "llm":  # concat: no model to wait for, conclude here
+        update |= conclusion(concat_report(plan, records), records, stopped, ctx)
+    return update
 
 
 async def synthesize_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
+    """The ``llm`` synthesizer, a node of its own: its model call follows a checkpoint that
+    holds every step result."""
     ctx = runtime.context
     plan = Plan.model_validate(state["plan"])
     records = {k: StepRecord.model_validate(v) for k, v in state["steps"].items()}
-    if ctx.team.workflow.synthesizer == "llm":
-        output = await llm_answer(state["request"], plan, records, ctx)
-    else:
-        output = concat_report(plan, records)
-    if state.get("stopped"):
-        return {"output": output, "status": "budget_exceeded", "error": state["stopped"]}
+    output = await llm_answer(state["request"], plan, records, ctx)
+    return conclusion(output, records, state.get("stopped", ""), ctx)
+
+
+def conclusion(
+    output: str, records: dict[str, StepRecord], stopped: str, ctx: RunContext
+) -> WorkflowState:
+    if stopped:
+        return {"output": output, "status": "budget_exceeded", "error": stopped}
     return {"output": output, "status": run_status(records, ctx.team.workflow.fail_fast)}
 
 
@@ -147,9 +159,12 @@ def build(
     graph = StateGraph(WorkflowState, context_schema=RunContext)
     graph.add_node("plan", plan_node)
     graph.add_node("execute", execute_node)
-    graph.add_node("synthesize", synthesize_node)
     graph.add_conditional_edges(START, _entry, ["plan", "execute"])
     graph.add_edge("plan", "execute")
-    graph.add_edge("execute", "synthesize")
-    graph.add_edge("synthesize", END)
+    if team.workflow.synthesizer == "llm":
+        graph.add_node("synthesize", synthesize_node)
+        graph.add_edge("execute", "synthesize")
+        graph.add_edge("synthesize", END)
+    else:
+        graph.add_edge("execute", END)  # the concat report is written by execute itself
     return graph.compile(checkpointer=checkpointer, name=team.name)

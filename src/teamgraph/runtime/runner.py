@@ -45,6 +45,8 @@ from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolRegistry, ToolResources, builtin_registry
 
 TERMINAL = {"completed", "completed_with_errors"}  # failed or cancelled runs may resume
+# event seqs reserved by the run row's own writes (start, resume): most runs need no other write
+SEQS_WITH_ROW = 10 * Emitter.BLOCK
 
 
 class Runner:
@@ -107,11 +109,11 @@ class Runner:
             template=template,
             status="running",
             user_id=user_id,
-            last_seq=Emitter.BLOCK,  # the first block of event seqs, reserved with the row
+            last_seq=SEQS_WITH_ROW,
         )
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
         emitter = self._emitter(run_id, queue)
-        emitter.reserved = Emitter.BLOCK  # persisted with the row: no write for the first events
+        emitter.reserved = SEQS_WITH_ROW
         ctx = self._context(run_id, thread_id, emitter, user_id)
         ctx.emit(
             RunStarted,
@@ -159,7 +161,7 @@ class Runner:
             command = self._graph_input(row.input, row.template, None)
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        reserved = row.last_seq + Emitter.BLOCK
+        reserved = row.last_seq + SEQS_WITH_ROW
         await self.backend.runs.update(run_id, status="running", last_seq=reserved)
         emitter = self._emitter(run_id, queue, row.last_seq)
         emitter.reserved = reserved
@@ -375,7 +377,10 @@ def _record(records: Mapping[str, Any], step_id: str) -> dict[str, Any]:
     record = records.get(step_id)
     if record is None:
         return {"status": "pending"}
-    fields: dict[str, Any] = record.model_dump(
-        include={"status", "output", "error", "elapsed_s", "usage"}
-    )
-    return fields
+    return {
+        "status": record.status,
+        "output": record.output,
+        "error": record.error,
+        "elapsed_s": record.elapsed_s,
+        "usage": record.usage,
+    }
