@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 from sqlalchemy import event
@@ -18,6 +17,7 @@ from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.ledger import SqliteLedger, StepLedger, StoreLedger
+from teamgraph.runtime.checkpointer import LoopSqliteSaver
 from teamgraph.storage.runs import RunRepository
 
 # WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
@@ -65,13 +65,16 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
     path = settings.sqlite_path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
-        saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(path)))
+        saver = await stack.enter_async_context(LoopSqliteSaver.from_conn_string(str(path)))
         store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(str(path)))
         await store.setup()
         await saver.setup()
         for conn in (saver.conn, store.conn):
             for pragma in SQLITE_PRAGMAS:
                 await conn.execute(pragma)
+        assert isinstance(saver, LoopSqliteSaver)
+        saver.open_fast_path(path)
+        stack.callback(saver.close_fast_path)
         engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
         event.listen(engine.sync_engine, "connect", _set_pragmas)
         stack.push_async_callback(engine.dispose)
