@@ -266,3 +266,43 @@ async def test_a_later_run_on_the_same_thread_plans_again(settings: Any) -> None
         await runner.run("x", run_id="one", thread_id="t", plan=_plan(("a", "researcher", [])))
         second = await runner.run("y", run_id="two", thread_id="t")
     assert second.planner_tier == "llm" and [s.id for s in second.steps] == ["planned"]
+
+
+async def test_max_parallel_holds_when_finishing_steps_start_their_dependants(
+    settings: Any,
+) -> None:
+    running, peak = 0, 0
+
+    async def fn(messages: list[BaseMessage]) -> str:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return "ok"
+
+    team = Team.from_dict(
+        team_dict(max_parallel=2), settings=settings, model=FunctionChatModel(fn=fn)
+    )
+    plan = _plan(
+        ("a", "researcher", []),
+        ("b", "researcher", []),
+        ("c", "researcher", []),
+        ("d", "writer", ["a"]),
+        ("e", "writer", ["a"]),
+        ("f", "writer", ["d", "e"]),
+    )
+    result, events = await run_collect(team, "x", plan=plan)
+    assert result.status == "completed" and peak == 2
+    order = [e.step_id for e in by_type(events, "step_started")]
+    assert order.index("d") < order.index("f") and order.index("e") < order.index("f")
+
+
+async def test_fail_fast_starts_nothing_after_the_failure(settings: Any) -> None:
+    model = _latency_model({"a": 0.05, "b": 0.01}, fail={"b"})
+    team = Team.from_dict(team_dict(fail_fast=True), settings=settings, model=model)
+    plan = _plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
+    result, events = await run_collect(team, "x", plan=plan)
+    assert result.status == "failed"
+    assert "c" not in [e.step_id for e in by_type(events, "step_started")]
+    assert result.step("a").status == "skipped" and result.step("c").status == "skipped"

@@ -40,8 +40,10 @@ async def execute_plan(
 
 
 class _Execution:
-    """One pass over a plan. Finished steps queue up as their tasks end (a done callback), so
-    handling one costs O(its dependants), whatever the number of running steps."""
+    """One pass over a plan. A step's own task records its result (ledger first, then the event)
+    and starts the dependants it made ready, so a dependant starts without a round trip through
+    this loop; the loop hears of every ended task through a done callback (O(1), whatever the
+    number of running steps) and handles the rest: skips, stops, budgets, approvals, the end."""
 
     def __init__(
         self, plan: Plan, schedule: Schedule, records: dict[str, StepRecord], ctx: RunContext
@@ -51,6 +53,9 @@ class _Execution:
         self.records = records
         self.ctx = ctx
         self.running: dict[asyncio.Task[StepRecord | None], str] = {}
+        self.recording: set[asyncio.Task[StepRecord | None]] = set()  # past the model: no cancel
+        self.busy = 0  # steps between start and their outcome (the max_parallel slots in use)
+        self.stopped = False
         self.finished: deque[asyncio.Task[StepRecord | None]] = deque()
         self.wakeup: asyncio.Future[None] | None = None
         self.over: BudgetExceeded | None = None
@@ -84,16 +89,30 @@ class _Execution:
         return ""
 
     def _start_ready(self) -> None:
-        free = self.ctx.team.workflow.max_parallel - len(self.running)
-        if free <= 0:
+        free = self.ctx.team.workflow.max_parallel - self.busy
+        if free <= 0 or self.stopped or self._stop_reason():
             return
         budget = self.ctx.team.workflow.context_token_budget
         for step in self.schedule.ready(free):
             self.schedule.set(step.id, "running")
             context = _context(step, self.records, budget)
-            task = asyncio.create_task(run_step(step, context, self.ctx))
+            self.busy += 1
+            task = asyncio.create_task(self._run(step, context))
             self.running[task] = step.id
             task.add_done_callback(self._on_done)
+
+    async def _run(self, step: Step, context: list[tuple[str, str]]) -> StepRecord | None:
+        try:
+            outcome = await run_step(step, context, self.ctx)
+        finally:
+            self.busy -= 1
+        if outcome is not None:
+            task = asyncio.current_task()
+            assert task is not None
+            self.recording.add(task)  # an abort lets the record be written, then waits for it
+            await self._finish(outcome)
+            self._start_ready()
+        return outcome
 
     def _on_done(self, task: asyncio.Task[StepRecord | None]) -> None:
         if task not in self.running:
@@ -104,6 +123,7 @@ class _Execution:
 
     async def _handle(self, task: asyncio.Task[StepRecord | None]) -> None:
         step_id = self.running.pop(task)
+        self.recording.discard(task)
         try:
             outcome = task.result()
         except BudgetExceeded as exc:
@@ -112,8 +132,6 @@ class _Execution:
             return
         if outcome is None:
             self.schedule.set(step_id, "waiting")  # paused until a human decides on a tool call
-        else:
-            await self._finish(outcome)
 
     async def _finish(self, record: StepRecord) -> None:
         ctx = self.ctx
@@ -146,9 +164,11 @@ class _Execution:
                 await self._skip(self.steps[step_id], reason)
 
     async def _abort(self, reason: str) -> None:
+        self.stopped = True
         running, self.running = self.running, {}
         for task in running:
-            task.cancel()
+            if task not in self.recording:
+                task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
         self.finished.clear()
         for step in self.schedule.unfinished():
