@@ -10,8 +10,9 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
-from sqlalchemy import event
+from sqlalchemy import create_engine, event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
 
 from teamgraph.config import Settings
 from teamgraph.errors import UsageError
@@ -30,8 +31,17 @@ SQLITE_PRAGMAS = (
 
 
 def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    _apply(dbapi_connection, SQLITE_PRAGMAS)
+
+
+def _set_pragmas_no_wait(dbapi_connection: Any, _record: Any) -> None:
+    """The event loop's own connection: WAL, synchronous=NORMAL, and never a busy wait."""
+    _apply(dbapi_connection, (*SQLITE_PRAGMAS[:2], "PRAGMA busy_timeout=0"))
+
+
+def _apply(dbapi_connection: Any, pragmas: tuple[str, ...]) -> None:
     cursor = dbapi_connection.cursor()
-    for pragma in SQLITE_PRAGMAS:
+    for pragma in pragmas:
         cursor.execute(pragma)
     cursor.close()
 
@@ -78,7 +88,14 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
         engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
         event.listen(engine.sync_engine, "connect", _set_pragmas)
         stack.push_async_callback(engine.dispose)
-        runs = RunRepository(engine)
+        fast = create_engine(
+            f"sqlite:///{path}",
+            connect_args={"timeout": 0, "check_same_thread": False},
+            poolclass=StaticPool,  # one connection, used on the event loop only
+        )
+        event.listen(fast, "connect", _set_pragmas_no_wait)
+        stack.callback(fast.dispose)
+        runs = RunRepository(engine, fast)
         await runs.create_tables()
         ledger = SqliteLedger(path)
         stack.callback(ledger.close)
