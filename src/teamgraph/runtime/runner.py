@@ -47,6 +47,7 @@ from teamgraph.tools.registry import ToolRegistry, ToolResources, builtin_regist
 TERMINAL = {"completed", "completed_with_errors"}  # failed or cancelled runs may resume
 # event seqs reserved by the run row's own writes (start, resume): most runs need no other write
 SEQS_WITH_ROW = 10 * Emitter.BLOCK
+RESULT_FIELDS = ("status", "output", "error", "elapsed_s", "usage")
 
 
 class Runner:
@@ -328,7 +329,7 @@ class Runner:
         await self._save(
             ctx, status=status, output=output, planner_tier=final.get("tier"), error=error or None
         )
-        records = {k: StepRecord.model_validate(v) for k, v in final.get("steps", {}).items()}
+        records = final.get("steps", {})  # as the ledger saved them (JSON): StepResult validates
         self._finished[ctx.run_id] = RunResult(
             run_id=ctx.run_id,
             thread_id=ctx.thread_id,
@@ -366,7 +367,7 @@ def _knowledge(team: TeamSpec) -> list[str]:
     return paths
 
 
-def _steps(plan: Mapping[str, Any] | None, records: Mapping[str, StepRecord]) -> list[StepResult]:
+def _steps(plan: Mapping[str, Any] | None, records: Mapping[str, Any]) -> list[StepResult]:
     return [
         StepResult(id=s["id"], worker=s["worker"], task=s["task"], **_record(records, s["id"]))
         for s in (plan or {}).get("steps", [])
@@ -374,13 +375,10 @@ def _steps(plan: Mapping[str, Any] | None, records: Mapping[str, StepRecord]) ->
 
 
 def _record(records: Mapping[str, Any], step_id: str) -> dict[str, Any]:
+    """A step's result fields from its :class:`StepRecord` (or the record's JSON form)."""
     record = records.get(step_id)
     if record is None:
         return {"status": "pending"}
-    return {
-        "status": record.status,
-        "output": record.output,
-        "error": record.error,
-        "elapsed_s": record.elapsed_s,
-        "usage": record.usage,
-    }
+    if isinstance(record, StepRecord):
+        record = record.__dict__
+    return {k: record[k] for k in RESULT_FIELDS if k in record}
