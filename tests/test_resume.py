@@ -60,6 +60,7 @@ async def test_resume_after_a_crash_keys_results_by_step_id(settings: Any) -> No
     started = {e.step_id for e in events if e.type == "step_started"}
     assert started == {"s4", "final"}
     assert next(e for e in events if e.type == "resumed").completed_steps == ["s1", "s2", "s3"]
+    assert [e.tier for e in events if e.type == "plan_created"] == ["explicit"]  # once, replayed
     assert result.status == "completed"
     for step in result.steps:
         assert step.output == f"output of {step.id}"

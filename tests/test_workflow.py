@@ -188,6 +188,9 @@ async def test_llm_synthesizer_answers_from_step_results(settings: Any) -> None:
     )
     result, _ = await run_collect(team, "x", plan=_plan(("a", "researcher", [])))
     assert result.output == "FINAL ANSWER"
+    async with team.runner() as runner:
+        history = [c async for c in runner.graph.aget_state_history(runner._config("run-1"))]
+    assert [c.next for c in reversed(history)][-2:] == [("synthesize",), ()]
 
 
 async def test_usage_and_cost_per_step_agent_and_run(settings: Any) -> None:
@@ -227,3 +230,79 @@ def _null_emitter() -> Any:
     from teamgraph.run_context import Emitter
 
     return Emitter("r", lambda event: None)
+
+
+async def test_an_explicit_plan_goes_straight_to_execute(settings: Any) -> None:
+    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
+    plan = _plan(("a", "researcher", []), ("b", "writer", ["a"]))
+    async with team.runner() as runner:
+        events = [e async for e in runner.stream("x", run_id="r", plan=plan)]
+        config = runner._config("r")
+        history = [c async for c in runner.graph.aget_state_history(config)]
+    assert [e.type for e in events][:3] == ["run_started", "plan_created", "step_started"]
+    assert by_type(events, "plan_created")[0].tier == "explicit"
+    # input, then straight to execute, which also writes the concat report
+    assert [c.next for c in reversed(history)] == [("__start__",), ("execute",), ()]
+    assert history[0].values["tier"] == "explicit" and history[0].values["status"] == "completed"
+
+
+async def test_an_invalid_explicit_plan_fails_the_run_with_its_problems(settings: Any) -> None:
+    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
+    result, events = await run_collect(team, "x", plan=_plan(("a", "poet", [])))
+    assert result.status == "failed" and "unknown worker 'poet'" in result.error
+    assert not by_type(events, "plan_created")
+
+
+async def test_a_later_run_on_the_same_thread_plans_again(settings: Any) -> None:
+    from .helpers import plan_json
+
+    def fn(messages: list[BaseMessage]) -> str:
+        if is_planner(messages):
+            return plan_json(("planned", "researcher", []))
+        return "ok"
+
+    team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=fn))
+    async with team.runner() as runner:
+        await runner.run("x", run_id="one", thread_id="t", plan=_plan(("a", "researcher", [])))
+        second = await runner.run("y", run_id="two", thread_id="t")
+    assert second.planner_tier == "llm" and [s.id for s in second.steps] == ["planned"]
+
+
+async def test_max_parallel_holds_when_finishing_steps_start_their_dependants(
+    settings: Any,
+) -> None:
+    running, peak = 0, 0
+
+    async def fn(messages: list[BaseMessage]) -> str:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return "ok"
+
+    team = Team.from_dict(
+        team_dict(max_parallel=2), settings=settings, model=FunctionChatModel(fn=fn)
+    )
+    plan = _plan(
+        ("a", "researcher", []),
+        ("b", "researcher", []),
+        ("c", "researcher", []),
+        ("d", "writer", ["a"]),
+        ("e", "writer", ["a"]),
+        ("f", "writer", ["d", "e"]),
+    )
+    result, events = await run_collect(team, "x", plan=plan)
+    assert result.status == "completed" and peak == 2
+    order = [e.step_id for e in by_type(events, "step_started")]
+    assert order.index("d") < order.index("f") and order.index("e") < order.index("f")
+
+
+async def test_fail_fast_starts_nothing_after_the_failure(settings: Any) -> None:
+    model = _latency_model({"a": 0.05, "b": 0.01}, fail={"b"})
+    team = Team.from_dict(team_dict(fail_fast=True), settings=settings, model=model)
+    plan = _plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
+    result, events = await run_collect(team, "x", plan=plan)
+    assert result.status == "failed"
+    assert "c" not in [e.step_id for e in by_type(events, "step_started")]
+    assert result.step("a").status == "skipped" and result.step("c").status == "skipped"

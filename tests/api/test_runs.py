@@ -14,6 +14,7 @@ from langchain_core.tools import tool
 
 from teamgraph.config import Settings
 from teamgraph.events import AgentMessage
+from teamgraph.runtime.runner import SEQS_WITH_ROW
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
 from teamgraph.server.app import create_app
@@ -425,7 +426,7 @@ async def test_a_run_is_accepted_in_one_write_and_streams_before_its_events_are_
     run_id = await start(client, alice, sid, REQUEST)
     assert transactions == [["runs", "messages"]]  # one transaction, before the 202
     row = await backend.runs.get(run_id)
-    assert (row.session_id, row.status, row.last_seq) == (sid, "running", 1000)  # seqs reserved
+    assert (row.session_id, row.status, row.last_seq) == (sid, "running", SEQS_WITH_ROW)  # reserved
     assert row.user_id and await messages(app, sid) == [("user", REQUEST)]
 
     events = manager.events(run_id, 0)  # what the SSE route streams

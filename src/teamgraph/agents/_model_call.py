@@ -6,7 +6,7 @@ import asyncio
 import random
 from collections.abc import Sequence
 
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.runnables import Runnable
 from tenacity import (
@@ -17,6 +17,7 @@ from tenacity import (
 )
 
 from teamgraph.events import TokenDelta, UsageRecorded
+from teamgraph.llm.direct import direct_call, streams
 from teamgraph.llm.errors import is_transient
 from teamgraph.run_context import RunContext
 
@@ -73,8 +74,9 @@ async def _stream_once(
     agent: str,
     step_id: str | None,
 ) -> AIMessage:
-    if not _streams(model):  # one reply, one token event: skip the chunk machinery
-        reply = await model.ainvoke(list(messages))
+    if not streams(model):  # one reply, one token event: skip the chunk machinery
+        direct = direct_call(model, messages)
+        reply = await (direct() if direct else model.ainvoke(list(messages)))
         message = reply if isinstance(reply, AIMessage) else AIMessage(content=reply.content)
         if message.text:
             ctx.emit(TokenDelta, agent, agent=agent, text=message.text, step_id=step_id)
@@ -94,14 +96,4 @@ async def _stream_once(
         usage_metadata=merged.usage_metadata,
         response_metadata=merged.response_metadata,
         id=merged.id,
-    )
-
-
-def _streams(model: Runnable[LanguageModelInput, BaseMessage]) -> bool:
-    """Whether the (possibly tool-bound) chat model implements token streaming."""
-    inner = getattr(model, "bound", model)
-    if not isinstance(inner, BaseChatModel):
-        return True
-    return type(inner)._astream is not BaseChatModel._astream or (
-        type(inner)._stream is not BaseChatModel._stream
     )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 
 from teamgraph import prompts
 from teamgraph.errors import ApprovalPending, BudgetExceeded
 from teamgraph.events import StepCompleted, StepFailed, StepSkipped, StepStarted, StepState
 from teamgraph.ledger import StepRecord
 from teamgraph.patterns._members import run_member
-from teamgraph.patterns._scheduler import blocked_steps, ready_steps
+from teamgraph.patterns._scheduler import Schedule
 from teamgraph.plan import Plan, Step
 from teamgraph.run_context import RunContext
 
@@ -30,134 +31,161 @@ async def execute_plan(
         ctx.usage.add(record.worker, record.step_id, record.usage)
     states: dict[str, StepState] = {s.id: "pending" for s in plan.steps}
     states.update({k: r.status for k, r in records.items()})
-    running: dict[asyncio.Task[StepRecord | None], str] = {}
-    over: BudgetExceeded | None = None
+    execution = _Execution(plan, Schedule(plan, states), records, ctx)
     try:
-        while True:
-            await _skip_blocked(plan, states, records, ctx)
-            reason = _stop_reason(states, ctx, over)
-            if reason and (over is None or not running):  # a budget lets admitted steps finish
-                await _abort(plan, states, records, running, ctx, reason)
-                break
-            if not reason:
-                _start_ready(plan, states, records, running, ctx)
-            if not running:
-                break
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                step_id = running.pop(task)
-                try:
-                    outcome = task.result()
-                except BudgetExceeded as exc:
-                    over = exc
-                    states[step_id] = "pending"  # never admitted a model call: skipped below
-                    continue
-                if outcome is None:
-                    states[step_id] = "waiting"  # paused until a human decides on a tool call
-                else:
-                    await _finish(outcome, states, records, ctx)
+        await execution.run()
     finally:
-        for task in running:
+        execution.cancel()
+    return records, execution.over
+
+
+class _Execution:
+    """One pass over a plan. A step's own task records its result (ledger first, then the event)
+    and starts the dependants it made ready, so a dependant starts without a round trip through
+    this loop; the loop hears of every ended task through a done callback (O(1), whatever the
+    number of running steps) and handles the rest: skips, stops, budgets, approvals, the end."""
+
+    def __init__(
+        self, plan: Plan, schedule: Schedule, records: dict[str, StepRecord], ctx: RunContext
+    ) -> None:
+        self.steps = {s.id: s for s in plan.steps}
+        self.schedule = schedule
+        self.records = records
+        self.ctx = ctx
+        self.running: dict[asyncio.Task[StepRecord | None], str] = {}
+        self.recording: set[asyncio.Task[StepRecord | None]] = set()  # past the model: no cancel
+        self.busy = 0  # steps between start and their outcome (the max_parallel slots in use)
+        self.stopped = False
+        self.finished: deque[asyncio.Task[StepRecord | None]] = deque()
+        self.wakeup: asyncio.Future[None] | None = None
+        self.over: BudgetExceeded | None = None
+
+    async def run(self) -> None:
+        while True:
+            await self._skip_blocked()
+            reason = self._stop_reason()
+            if reason and (self.over is None or not self.running):  # a budget lets admitted
+                await self._abort(reason)  # steps finish
+                return
+            if not reason:
+                self._start_ready()
+            if not self.running:
+                return
+            while not self.finished:
+                self.wakeup = asyncio.get_running_loop().create_future()
+                await self.wakeup
+            while self.finished:
+                await self._handle(self.finished.popleft())
+
+    def cancel(self) -> None:
+        for task in self.running:
             task.cancel()
-    return records, over
 
+    def _stop_reason(self) -> str:
+        if self.over is not None:
+            return str(self.over)
+        if self.ctx.team.workflow.fail_fast and self.schedule.failed:
+            return f"fail_fast: step {self.schedule.first_failed()!r} failed"
+        return ""
 
-def _stop_reason(states: dict[str, StepState], ctx: RunContext, over: BudgetExceeded | None) -> str:
-    if over is not None:
-        return str(over)
-    if ctx.team.workflow.fail_fast and "failed" in states.values():
-        failed = next(k for k, v in states.items() if v == "failed")
-        return f"fail_fast: step {failed!r} failed"
-    return ""
+    def _start_ready(self) -> None:
+        free = self.ctx.team.workflow.max_parallel - self.busy
+        if free <= 0 or self.stopped or self._stop_reason():
+            return
+        budget = self.ctx.team.workflow.context_token_budget
+        for step in self.schedule.ready(free):
+            self.schedule.set(step.id, "running")
+            context = _context(step, self.records, budget)
+            self.busy += 1
+            task = asyncio.create_task(self._run(step, context))
+            self.running[task] = step.id
+            task.add_done_callback(self._on_done)
+
+    async def _run(self, step: Step, context: list[tuple[str, str]]) -> StepRecord | None:
+        try:
+            outcome = await run_step(step, context, self.ctx)
+        finally:
+            self.busy -= 1
+        if outcome is not None:
+            task = asyncio.current_task()
+            assert task is not None
+            self.recording.add(task)  # an abort lets the record be written, then waits for it
+            await self._finish(outcome)
+            self._start_ready()
+        return outcome
+
+    def _on_done(self, task: asyncio.Task[StepRecord | None]) -> None:
+        if task not in self.running:
+            return  # cancelled by an abort, which waits for it itself
+        self.finished.append(task)
+        if self.wakeup is not None and not self.wakeup.done():
+            self.wakeup.set_result(None)
+
+    async def _handle(self, task: asyncio.Task[StepRecord | None]) -> None:
+        step_id = self.running.pop(task)
+        self.recording.discard(task)
+        try:
+            outcome = task.result()
+        except BudgetExceeded as exc:
+            self.over = exc
+            self.schedule.set(step_id, "pending")  # never admitted a model call: skipped below
+            return
+        if outcome is None:
+            self.schedule.set(step_id, "waiting")  # paused until a human decides on a tool call
+
+    async def _finish(self, record: StepRecord) -> None:
+        ctx = self.ctx
+        await ctx.ledger.save(ctx.ledger_key, record)  # durable before anyone hears of it
+        self.records[record.step_id] = record
+        self.schedule.set(record.step_id, record.status)
+        if record.status == "done":
+            ctx.emit(
+                StepCompleted,
+                record.worker,
+                step_id=record.step_id,
+                worker=record.worker,
+                output=record.output,
+                elapsed_s=record.elapsed_s,
+                usage=record.usage,
+            )
+        else:
+            ctx.emit(
+                StepFailed,
+                record.worker,
+                step_id=record.step_id,
+                worker=record.worker,
+                error=record.error,
+                elapsed_s=record.elapsed_s,
+            )
+
+    async def _skip_blocked(self) -> None:
+        while blocked := self.schedule.blocked():
+            for step_id, reason in blocked.items():
+                await self._skip(self.steps[step_id], reason)
+
+    async def _abort(self, reason: str) -> None:
+        self.stopped = True
+        running, self.running = self.running, {}
+        for task in running:
+            if task not in self.recording:
+                task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        self.finished.clear()
+        for step in self.schedule.unfinished():
+            await self._skip(step, reason)
+
+    async def _skip(self, step: Step, reason: str) -> None:
+        record = StepRecord(
+            step_id=step.id, worker=step.worker, task=step.task, status="skipped", error=reason
+        )
+        await self.ctx.ledger.save(self.ctx.ledger_key, record)
+        self.records[step.id] = record
+        self.schedule.set(step.id, "skipped")
+        self.ctx.emit(StepSkipped, step.worker, step_id=step.id, worker=step.worker, reason=reason)
 
 
 def _same_step(record: StepRecord | None, step: Step) -> bool:
     return record is not None and (record.worker, record.task) == (step.worker, step.task)
-
-
-def _start_ready(
-    plan: Plan,
-    states: dict[str, StepState],
-    records: dict[str, StepRecord],
-    running: dict[asyncio.Task[StepRecord | None], str],
-    ctx: RunContext,
-) -> None:
-    free = ctx.team.workflow.max_parallel - len(running)
-    for step in ready_steps(plan, states)[: max(free, 0)]:
-        states[step.id] = "running"
-        context = _context(step, records, ctx.team.workflow.context_token_budget)
-        running[asyncio.create_task(run_step(step, context, ctx))] = step.id
-
-
-async def _finish(
-    record: StepRecord,
-    states: dict[str, StepState],
-    records: dict[str, StepRecord],
-    ctx: RunContext,
-) -> None:
-    await ctx.ledger.save(ctx.ledger_key, record)  # durable before anyone hears of it
-    states[record.step_id] = record.status
-    records[record.step_id] = record
-    if record.status == "done":
-        ctx.emit(
-            StepCompleted,
-            record.worker,
-            step_id=record.step_id,
-            worker=record.worker,
-            output=record.output,
-            elapsed_s=record.elapsed_s,
-            usage=record.usage,
-        )
-    else:
-        ctx.emit(
-            StepFailed,
-            record.worker,
-            step_id=record.step_id,
-            worker=record.worker,
-            error=record.error,
-            elapsed_s=record.elapsed_s,
-        )
-
-
-async def _skip_blocked(
-    plan: Plan, states: dict[str, StepState], records: dict[str, StepRecord], ctx: RunContext
-) -> None:
-    while blocked := blocked_steps(plan, states):
-        for step_id, reason in blocked.items():
-            await _skip(plan.step(step_id), reason, states, records, ctx)
-
-
-async def _abort(
-    plan: Plan,
-    states: dict[str, StepState],
-    records: dict[str, StepRecord],
-    running: dict[asyncio.Task[StepRecord | None], str],
-    ctx: RunContext,
-    reason: str,
-) -> None:
-    for task in running:
-        task.cancel()
-    await asyncio.gather(*running, return_exceptions=True)
-    running.clear()
-    for step in plan.steps:
-        if states[step.id] in ("pending", "running", "waiting"):
-            await _skip(step, reason, states, records, ctx)
-
-
-async def _skip(
-    step: Step,
-    reason: str,
-    states: dict[str, StepState],
-    records: dict[str, StepRecord],
-    ctx: RunContext,
-) -> None:
-    record = StepRecord(
-        step_id=step.id, worker=step.worker, task=step.task, status="skipped", error=reason
-    )
-    await ctx.ledger.save(ctx.ledger_key, record)
-    states[step.id] = "skipped"
-    records[step.id] = record
-    ctx.emit(StepSkipped, step.worker, step_id=step.id, worker=step.worker, reason=reason)
 
 
 async def run_step(

@@ -7,7 +7,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from teamgraph import prompts
 from teamgraph.agents._model_call import call_model
 from teamgraph.ledger import StepRecord
-from teamgraph.plan import Plan
+from teamgraph.plan import Plan, Step
 from teamgraph.run_context import RunContext
 
 NO_RESULTS = "No results to synthesize."
@@ -15,17 +15,16 @@ NO_RESULTS = "No results to synthesize."
 
 def concat_report(plan: Plan, records: dict[str, StepRecord]) -> str:
     """``# Workflow Results: <plan>``, ``*Completed N steps*``, then one section per step."""
-    ordered = [records[s.id] for s in plan.steps if s.id in records]
+    ordered = [(s, records[s.id]) for s in plan.steps if s.id in records]
     if not ordered:
         return NO_RESULTS
-    done = sum(1 for r in ordered if r.status == "done")
-    sections = [_section(plan, r) for r in ordered]
+    done = sum(1 for _, r in ordered if r.status == "done")
+    sections = [_section(s, r) for s, r in ordered]
     header = f"# Workflow Results: {plan.name}\n\n*Completed {done} steps*"
     return header + "\n\n" + "\n\n---\n\n".join(sections)
 
 
-def _section(plan: Plan, record: StepRecord) -> str:
-    step = plan.step(record.step_id)
+def _section(step: Step, record: StepRecord) -> str:
     head = f"### Step: {step.id} (Worker: {step.worker})\n\n**Task**: {step.task}\n\n"
     if record.status == "done":
         return head + record.output

@@ -1,7 +1,12 @@
 """The workflow pattern: plan → execute (eager, fault-isolated) → synthesize, on LangGraph.
 
+The ``concat`` synthesizer (a pure function of the plan and the step results) runs at the end of
+``execute``; the ``llm`` synthesizer is a node of its own.
+
 Checkpoints after each node; inside ``execute`` every finished step is written to the step ledger
-(keyed by step id) before its event goes out, so a resumed run re-runs no finished step.
+(keyed by step id) before its event goes out, so a resumed run re-runs no finished step. A run
+given a valid explicit plan starts with the plan already in its input (its first checkpoint) and
+goes straight to ``execute``: there is nothing for the plan node to decide.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from teamgraph.errors import PlanValidationError
 from teamgraph.events import PlanCreated, RunStatus, TokenUsage
 from teamgraph.ledger import StepRecord
 from teamgraph.patterns._interrupts import with_approvals
@@ -28,6 +34,7 @@ class WorkflowState(TypedDict, total=False):
     request: str
     template: str | None
     explicit_plan: dict[str, Any] | None
+    planned: bool  # the input carries the (validated, explicit) plan: skip the plan node
     plan: dict[str, Any]
     tier: str
     notes: list[str]
@@ -44,10 +51,7 @@ async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Workf
     ctx = runtime.context
     explicit = state.get("explicit_plan")
     if explicit:
-        team = ctx.team
-        plan = validate_plan(
-            Plan.model_validate(explicit), [m.name for m in team.members], team.workflow.max_steps
-        )
+        plan = validated(ctx.team, Plan.model_validate(explicit))
         tier, notes = "explicit", []
     else:
         decision = await make_plan(state["request"], ctx, state.get("template"))
@@ -61,6 +65,36 @@ async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Workf
         "steps": {},
         "planner_usage": spent.model_dump(),
     }
+
+
+def validated(team: TeamSpec, plan: Plan) -> Plan:
+    return validate_plan(plan, [m.name for m in team.members], team.workflow.max_steps)
+
+
+def graph_input(team: TeamSpec, template: str | None, plan: Plan | None) -> WorkflowState:
+    """The workflow's part of a run's input. A valid explicit plan goes in as the run's plan
+    (emit it with :func:`emit_plan`); an invalid one is left to the plan node, which fails the
+    run with every problem listed."""
+    state: WorkflowState = {"template": template, "explicit_plan": None, "planned": False}
+    if plan is None:
+        return state
+    try:
+        plan = validated(team, plan)
+    except PlanValidationError:
+        return {**state, "explicit_plan": plan.model_dump()}
+    return {
+        **state,
+        "planned": True,
+        "plan": plan.model_dump(),
+        "tier": "explicit",
+        "notes": [],
+        "steps": {},
+        "planner_usage": TokenUsage().model_dump(),
+    }
+
+
+def _entry(state: WorkflowState) -> str:
+    return "execute" if state.get("planned") else "plan"
 
 
 def emit_plan(ctx: RunContext, plan: Plan, tier: str, notes: list[str] | None = None) -> None:
@@ -80,23 +114,32 @@ async def execute_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Wo
     shared = ctx.adopt_state(state.get("shared_state"))
     plan = Plan.model_validate(state["plan"])
     records, over = await with_approvals(ctx, lambda local: execute_plan(plan, local))
-    return {
+    stopped = str(over) if over else ""
+    update: WorkflowState = {
         "steps": {k: r.model_dump(mode="json") for k, r in records.items()},
         "shared_state": shared,
-        "stopped": str(over) if over else "",
+        "stopped": stopped,
     }
+    if ctx.team.workflow.synthesizer != "llm":  # concat: no model to wait for, conclude here
+        update |= conclusion(concat_report(plan, records), records, stopped, ctx)
+    return update
 
 
 async def synthesize_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
+    """The ``llm`` synthesizer, a node of its own: its model call follows a checkpoint that
+    holds every step result."""
     ctx = runtime.context
     plan = Plan.model_validate(state["plan"])
     records = {k: StepRecord.model_validate(v) for k, v in state["steps"].items()}
-    if ctx.team.workflow.synthesizer == "llm":
-        output = await llm_answer(state["request"], plan, records, ctx)
-    else:
-        output = concat_report(plan, records)
-    if state.get("stopped"):
-        return {"output": output, "status": "budget_exceeded", "error": state["stopped"]}
+    output = await llm_answer(state["request"], plan, records, ctx)
+    return conclusion(output, records, state.get("stopped", ""), ctx)
+
+
+def conclusion(
+    output: str, records: dict[str, StepRecord], stopped: str, ctx: RunContext
+) -> WorkflowState:
+    if stopped:
+        return {"output": output, "status": "budget_exceeded", "error": stopped}
     return {"output": output, "status": run_status(records, ctx.team.workflow.fail_fast)}
 
 
@@ -116,9 +159,12 @@ def build(
     graph = StateGraph(WorkflowState, context_schema=RunContext)
     graph.add_node("plan", plan_node)
     graph.add_node("execute", execute_node)
-    graph.add_node("synthesize", synthesize_node)
-    graph.add_edge(START, "plan")
+    graph.add_conditional_edges(START, _entry, ["plan", "execute"])
     graph.add_edge("plan", "execute")
-    graph.add_edge("execute", "synthesize")
-    graph.add_edge("synthesize", END)
+    if team.workflow.synthesizer == "llm":
+        graph.add_node("synthesize", synthesize_node)
+        graph.add_edge("execute", "synthesize")
+        graph.add_edge("synthesize", END)
+    else:
+        graph.add_edge("execute", END)  # the concat report is written by execute itself
     return graph.compile(checkpointer=checkpointer, name=team.name)

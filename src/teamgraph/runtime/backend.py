@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 from sqlalchemy import event
@@ -18,6 +17,7 @@ from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.ledger import SqliteLedger, StepLedger, StoreLedger
+from teamgraph.runtime.checkpointer import LoopSqliteSaver
 from teamgraph.storage.direct import Direct
 from teamgraph.storage.runs import RunRepository
 
@@ -67,24 +67,27 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
     path = settings.sqlite_path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
-        saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(path)))
+        saver = await stack.enter_async_context(LoopSqliteSaver.from_conn_string(str(path)))
         store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(str(path)))
         await store.setup()
         await saver.setup()
         for conn in (saver.conn, store.conn):
             for pragma in SQLITE_PRAGMAS:
                 await conn.execute(pragma)
+        assert isinstance(saver, LoopSqliteSaver)
+        saver.open_fast_path(path)
+        stack.callback(saver.close_fast_path)
         # connections kept open: a request burst must not open (and close) overflow connections,
         # each a thread, a file open and the pragmas
         engine = create_async_engine(f"sqlite+aiosqlite:///{path}", pool_size=20, max_overflow=20)
         event.listen(engine.sync_engine, "connect", _set_pragmas)
         stack.push_async_callback(engine.dispose)
-        runs = RunRepository(engine)
+        direct = Direct(engine, path)
+        stack.callback(direct.close)
+        runs = RunRepository(engine, direct)
         await runs.create_tables()
         ledger = SqliteLedger(path)
         stack.callback(ledger.close)
-        direct = Direct(engine, path)
-        stack.callback(direct.close)
         yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine, direct)
 
 
@@ -109,7 +112,8 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
             url.replace("postgresql://", "postgresql+psycopg://", 1), pool_size=20, max_overflow=20
         )
         stack.push_async_callback(engine.dispose)
-        runs = RunRepository(engine)
+        direct = Direct(engine)
+        runs = RunRepository(engine, direct)
         await runs.create_tables()
         knowledge = KnowledgeBase(settings.knowledge_path.resolve())
-        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine, Direct(engine))
+        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine, direct)

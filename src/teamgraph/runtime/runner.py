@@ -45,6 +45,9 @@ from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolRegistry, ToolResources, builtin_registry
 
 TERMINAL = {"completed", "completed_with_errors"}  # failed or cancelled runs may resume
+# event seqs reserved by the run row's own writes (start, resume): most runs need no other write
+SEQS_WITH_ROW = 10 * Emitter.BLOCK
+RESULT_FIELDS = ("status", "output", "error", "elapsed_s", "usage")
 
 
 class Runner:
@@ -112,7 +115,7 @@ class Runner:
                 )
                 raise
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        emitter = self._emitter(run_id, queue, reserved=Emitter.BLOCK)
+        emitter = self._emitter(run_id, queue, reserved=SEQS_WITH_ROW)
         ctx = self._context(run_id, thread_id, emitter, user_id)
         ctx.emit(
             RunStarted,
@@ -122,6 +125,8 @@ class Runner:
             thread_id=thread_id,
         )
         graph_input = self._graph_input(request, template, plan)
+        if plan is not None and graph_input.get("planned"):  # the graph starts with execute
+            workflow.emit_plan(ctx, plan, "explicit")
         async with aclosing(self._drive(graph_input, ctx, queue)) as events:
             async for event in events:  # closing this stream stops the run, at once
                 yield event
@@ -146,7 +151,7 @@ class Runner:
             "template": template,
             "status": "running",
             "user_id": user_id,
-            "last_seq": Emitter.BLOCK,
+            "last_seq": SEQS_WITH_ROW,
             **extra,
         }
 
@@ -182,7 +187,7 @@ class Runner:
             command = self._graph_input(row.input, row.template, None)
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        reserved = row.last_seq + Emitter.BLOCK
+        reserved = row.last_seq + SEQS_WITH_ROW
         emitter = self._emitter(run_id, queue, row.last_seq, reserved)
         ctx = self._context(run_id, row.thread_id, emitter, row.user_id)
         await self.backend.runs.update(run_id, status="running", last_seq=reserved)
@@ -194,7 +199,7 @@ class Runner:
     def _graph_input(self, request: str, template: str | None, plan: Plan | None) -> dict[str, Any]:
         graph_input: dict[str, Any] = {"request": request}
         if self.team.pattern == "workflow":
-            graph_input |= {"template": template, "explicit_plan": plan and plan.model_dump()}
+            graph_input |= workflow.graph_input(self.team, template, plan)
         return graph_input
 
     async def pending(self, run_id: str) -> list[dict[str, Any]]:
@@ -352,7 +357,7 @@ class Runner:
         await self._save(
             ctx, status=status, output=output, planner_tier=final.get("tier"), error=error or None
         )
-        records = {k: StepRecord.model_validate(v) for k, v in final.get("steps", {}).items()}
+        records = final.get("steps", {})  # as the ledger saved them (JSON): StepResult validates
         self._finished[ctx.run_id] = RunResult(
             run_id=ctx.run_id,
             thread_id=ctx.thread_id,
@@ -390,7 +395,7 @@ def _knowledge(team: TeamSpec) -> list[str]:
     return paths
 
 
-def _steps(plan: Mapping[str, Any] | None, records: Mapping[str, StepRecord]) -> list[StepResult]:
+def _steps(plan: Mapping[str, Any] | None, records: Mapping[str, Any]) -> list[StepResult]:
     return [
         StepResult(id=s["id"], worker=s["worker"], task=s["task"], **_record(records, s["id"]))
         for s in (plan or {}).get("steps", [])
@@ -398,10 +403,10 @@ def _steps(plan: Mapping[str, Any] | None, records: Mapping[str, StepRecord]) ->
 
 
 def _record(records: Mapping[str, Any], step_id: str) -> dict[str, Any]:
+    """A step's result fields from its :class:`StepRecord` (or the record's JSON form)."""
     record = records.get(step_id)
     if record is None:
         return {"status": "pending"}
-    fields: dict[str, Any] = record.model_dump(
-        include={"status", "output", "error", "elapsed_s", "usage"}
-    )
-    return fields
+    if isinstance(record, StepRecord):
+        record = record.__dict__
+    return {k: record[k] for k in RESULT_FIELDS if k in record}

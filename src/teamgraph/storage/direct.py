@@ -60,6 +60,19 @@ class Direct:
 
         await self._sync(transaction)
 
+    async def write(self, statement: Executable) -> int:
+        """Execute and commit one statement; the number of rows it matched."""
+        if self._fast is None:
+            async with self.engine.begin() as conn:
+                return (await conn.execute(statement)).rowcount
+
+        def one(session: Session) -> int:
+            count: int = session.execute(statement).rowcount  # type: ignore[attr-defined]
+            session.commit()
+            return count
+
+        return await self._sync(one)
+
     async def first(self, query: Select[T]) -> T | None:
         """The first ORM object ``query`` selects (detached: read it, do not change it)."""
         if self._fast is None:

@@ -9,13 +9,19 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from teamgraph.errors import RunNotFound
+from teamgraph.storage.direct import Direct
 from teamgraph.storage.migrate import upgrade
 from teamgraph.storage.models import RunRow, utcnow
 
 
 class RunRepository:
-    def __init__(self, engine: AsyncEngine) -> None:
+    """A run's own row writes (start and end of every run) go through ``direct``: on SQLite they
+    commit on the event loop in well under a millisecond, and on a worker thread that may wait
+    whenever another connection holds the write lock."""
+
+    def __init__(self, engine: AsyncEngine, direct: Direct) -> None:
         self.engine = engine
+        self.direct = direct
         self.sessions = async_sessionmaker(engine, expire_on_commit=False)
 
     async def create_tables(self) -> None:
@@ -23,14 +29,11 @@ class RunRepository:
         await upgrade(self.engine)
 
     async def create(self, **fields: Any) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(insert(RunRow).values(**fields))
+        await self.direct.write(insert(RunRow).values(**fields))
 
     async def update(self, run_id: str, **fields: Any) -> None:
         statement = update(RunRow).where(RunRow.id == run_id).values(**fields, updated_at=utcnow())
-        async with self.engine.begin() as conn:
-            result = await conn.execute(statement)
-        if result.rowcount == 0:
+        if await self.direct.write(statement) == 0:
             raise RunNotFound(f"no run with id {run_id!r}")
 
     async def get(self, run_id: str) -> RunRow:

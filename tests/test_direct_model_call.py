@@ -1,0 +1,127 @@
+"""The light call path for non-streaming models: same reply as ``ainvoke``, and only taken when
+no callback, tracer, cache or hook could notice its absence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.caches import InMemoryCache
+from langchain_core.callbacks import AsyncCallbackHandler, get_usage_metadata_callback
+from langchain_core.globals import set_debug
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import tool
+from langsmith import tracing_context
+
+from teamgraph import Plan, Step
+from teamgraph.llm.direct import direct_call, streams
+from teamgraph.llm.offline import OfflineChatModel
+from teamgraph.runtime.team import Team
+from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
+
+from .helpers import by_type, run_collect, team_dict
+
+MESSAGES: list[BaseMessage] = [HumanMessage("hello")]
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look something up."""
+    return query
+
+
+class Recorder(AsyncCallbackHandler):
+    def __init__(self) -> None:
+        self.starts = 0
+
+    async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.starts += 1
+
+
+def _script() -> ScriptedChatModel:
+    return ScriptedChatModel(responses=[ToolCall("lookup", {"query": "x"}, id="c1")])
+
+
+async def test_the_direct_reply_is_the_reply_ainvoke_gives() -> None:
+    direct = direct_call(_script().bind_tools([lookup]), MESSAGES)
+    assert direct is not None
+    reply = await direct()
+    expected = await _script().bind_tools([lookup]).ainvoke(MESSAGES)
+    assert isinstance(reply, AIMessage)
+    assert reply.tool_calls == expected.tool_calls
+    assert reply.usage_metadata == expected.usage_metadata
+    assert reply.response_metadata == expected.response_metadata
+    assert reply.id is not None and reply.id.startswith("lc_run-")
+
+
+async def test_bound_kwargs_reach_the_model() -> None:
+    seen: list[Any] = []
+
+    class Spy(FunctionChatModel):
+        async def _agenerate(self, messages: Any, stop: Any = None, **kwargs: Any) -> Any:
+            seen.append((stop, sorted(kwargs)))
+            return await super()._agenerate(messages, stop, **kwargs)
+
+    model = Spy(fn=lambda _: "ok").bind_tools([lookup]).bind(stop=["END"])
+    direct = direct_call(model, MESSAGES)
+    assert direct is not None and (await direct()).text == "ok"
+    assert seen == [(["END"], ["tool_choice", "tools"])]
+
+
+class Streaming(FunctionChatModel):
+    async def _astream(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+        yield
+
+
+def test_streaming_models_and_other_runnables_take_the_ordinary_path() -> None:
+    assert streams(Streaming(fn=lambda _: "ok")) and streams(OfflineChatModel())
+    assert direct_call(Streaming(fn=lambda _: "ok"), MESSAGES) is None
+    assert direct_call(OfflineChatModel(), MESSAGES) is None
+    assert direct_call(RunnableLambda(lambda x: x), MESSAGES) is None
+    configured = FunctionChatModel(fn=lambda _: "ok").with_config(tags=["t"])
+    assert direct_call(configured, MESSAGES) is None
+
+
+def test_model_settings_that_need_the_ordinary_path() -> None:
+    fn = lambda _: "ok"  # noqa: E731
+    assert direct_call(FunctionChatModel(fn=fn), MESSAGES) is not None
+    assert direct_call(FunctionChatModel(fn=fn, callbacks=[Recorder()]), MESSAGES) is None
+    assert direct_call(FunctionChatModel(fn=fn, cache=InMemoryCache()), MESSAGES) is None
+    assert direct_call(FunctionChatModel(fn=fn, verbose=True), MESSAGES) is None
+    assert direct_call(FunctionChatModel(fn=fn, output_version="v1"), MESSAGES) is None
+    blocks = [HumanMessage(content=[{"type": "text", "text": "hi"}])]
+    assert direct_call(FunctionChatModel(fn=fn), blocks) is None
+
+
+async def test_active_handlers_and_hooks_take_the_ordinary_path() -> None:
+    model = FunctionChatModel(fn=lambda _: "ok")
+    recorder = Recorder()
+
+    async def inside(_: Any) -> bool:
+        return direct_call(model, MESSAGES) is None
+
+    assert await RunnableLambda(inside).ainvoke(None, {"callbacks": [recorder]})
+    assert not await RunnableLambda(inside).ainvoke(None)
+    with get_usage_metadata_callback():
+        assert direct_call(model, MESSAGES) is None
+    set_debug(True)
+    try:
+        assert direct_call(model, MESSAGES) is None
+    finally:
+        set_debug(False)
+
+
+def test_langsmith_tracing_takes_the_ordinary_path() -> None:
+    with tracing_context(enabled=True):  # what LANGSMITH_TRACING=true also turns on
+        assert direct_call(FunctionChatModel(fn=lambda _: "ok"), MESSAGES) is None
+
+
+async def test_a_run_with_a_model_callback_reports_every_call(settings: Any) -> None:
+    recorder = Recorder()
+    model = FunctionChatModel(fn=lambda _: "ok", callbacks=[recorder])
+    team = Team.from_dict(team_dict(), settings=settings, model=model)
+    plan = Plan(name="p", steps=[Step(id=i, worker="researcher", task=f"task {i}") for i in "ab"])
+    result, events = await run_collect(team, "x", plan=plan)
+    assert result.status == "completed" and recorder.starts == 2
+    assert len(by_type(events, "usage")) == 2 and result.usage.total_tokens == 30
