@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -76,3 +78,28 @@ async def sleep_then(seconds: float, value: Any) -> Any:
 
 def settings_for(path: str) -> Settings:
     return Settings(database_url=f"sqlite:///{path}")
+
+
+async def waits_for_the_lock_without_blocking(path: Path, write: Awaitable[Any]) -> None:
+    """While another connection holds SQLite's write lock on ``path``, ``write`` waits and the
+    event loop keeps running (it ticks); once the lock is released, ``write`` completes."""
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.005)
+
+    ticking = asyncio.create_task(ticker())
+    waiting = asyncio.ensure_future(write)
+    try:
+        await asyncio.sleep(0.2)
+        assert not waiting.done() and ticks >= 10  # waiting in a thread, the loop runs on
+        blocker.execute("COMMIT")
+        await asyncio.wait_for(waiting, 10)
+    finally:
+        ticking.cancel()
+        blocker.close()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +11,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from teamgraph.runtime.checkpointer import LoopSqliteSaver
+
+from .helpers import waits_for_the_lock_without_blocking
 
 CONFIG: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
 
@@ -50,23 +50,7 @@ async def test_a_checkpoint_and_its_writes_read_back_through_aiosqlite(
 async def test_a_locked_database_never_blocks_the_event_loop(
     saver: LoopSqliteSaver, tmp_path: Path
 ) -> None:
-    blocker = sqlite3.connect(tmp_path / "c.db", isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0.005)
-
-    ticking = asyncio.create_task(ticker())
     checkpoint = empty_checkpoint()
-    saving = asyncio.create_task(saver.aput(CONFIG, checkpoint, {"step": 0}, {}))
-    await asyncio.sleep(0.2)
-    assert not saving.done() and ticks >= 10  # waiting in aiosqlite's thread
-    blocker.execute("COMMIT")
-    await asyncio.wait_for(saving, 5)
-    ticking.cancel()
+    saving = saver.aput(CONFIG, checkpoint, {"step": 0}, {})
+    await waits_for_the_lock_without_blocking(tmp_path / "c.db", saving)
     assert (await _read_back(tmp_path / "c.db")).checkpoint["id"] == checkpoint["id"]
-    blocker.close()

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +8,7 @@ from teamgraph.ledger import SqliteLedger, StepRecord
 from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel
 
-from .helpers import task_of, team_dict
+from .helpers import task_of, team_dict, waits_for_the_lock_without_blocking
 
 
 def _record(step_id: str, task: str = "t", output: str = "out") -> StepRecord:
@@ -30,26 +28,9 @@ async def test_saved_records_survive_reopening(tmp_path: Path) -> None:
 
 async def test_a_locked_database_never_blocks_the_event_loop(tmp_path: Path) -> None:
     ledger = SqliteLedger(tmp_path / "l.db")
-    blocker = sqlite3.connect(tmp_path / "l.db", isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock, as aiosqlite may
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0.005)
-
-    ticking = asyncio.create_task(ticker())
-    saving = asyncio.create_task(ledger.save("run", _record("a")))
-    await asyncio.sleep(0.2)
-    assert not saving.done() and ticks >= 10  # waiting in a thread, the loop keeps running
-    blocker.execute("COMMIT")
-    await asyncio.wait_for(saving, 5)
-    ticking.cancel()
+    await waits_for_the_lock_without_blocking(tmp_path / "l.db", ledger.save("run", _record("a")))
     assert list(await ledger.load("run")) == ["a"]
     ledger.close()
-    blocker.close()
 
 
 async def test_a_changed_step_is_not_taken_from_the_ledger(settings: Any) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,8 @@ import pytest
 from teamgraph import Settings
 from teamgraph.errors import RunNotFound
 from teamgraph.runtime.backend import open_backend
+
+from .helpers import waits_for_the_lock_without_blocking
 
 
 async def test_run_rows_are_written_and_a_lock_never_blocks_the_loop(tmp_path: Path) -> None:
@@ -29,22 +29,6 @@ async def test_run_rows_are_written_and_a_lock_never_blocks_the_loop(tmp_path: P
         with pytest.raises(RunNotFound):
             await runs.update("missing", status="failed")
 
-        blocker = sqlite3.connect(tmp_path / "r.db", isolation_level=None)
-        blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                ticks += 1
-                await asyncio.sleep(0.005)
-
-        ticking = asyncio.create_task(ticker())
-        creating = asyncio.create_task(runs.create(id="two", input="x", status="running", **fields))
-        await asyncio.sleep(0.2)
-        assert not creating.done() and ticks >= 10  # waiting in a worker thread
-        blocker.execute("COMMIT")
-        await asyncio.wait_for(creating, 10)
-        ticking.cancel()
-        blocker.close()
+        creating = runs.create(id="two", input="x", status="running", **fields)
+        await waits_for_the_lock_without_blocking(tmp_path / "r.db", creating)
         assert (await runs.get("two")).input == "x"
