@@ -21,6 +21,11 @@ export function cachedEvents(runId) {
     events = [];
   }
   sessionStorage.removeItem(key);
-  const whole = Array.isArray(events) && events.every((e, i) => e && e.seq === i + 1);
+  // what the tab received from the run's first event on, in order (seqs jump after a resume)
+  const whole =
+    Array.isArray(events) &&
+    events.length > 0 &&
+    events[0].type === "run_started" &&
+    events.every((e, i) => e && Number.isInteger(e.seq) && (i === 0 || e.seq > events[i - 1].seq));
   return whole ? events : [];
 }
