@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse
+from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from teamgraph.ui import STATIC_DIR
 
@@ -28,23 +30,15 @@ async def index() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", headers=SECURITY_HEADERS)
 
 
-class _Secured:
-    """Adds the security headers (and revalidation) to every static file."""
+class _SecuredFiles(StaticFiles):
+    """The workspace's modules, with the page's security headers, revalidated on every load."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def send_with_headers(message: dict[str, object]) -> None:
-            if message["type"] == "http.response.start":
-                extra = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
-                headers = list(message.get("headers", []))  # type: ignore[call-overload]
-                message["headers"] = [*headers, *extra, (b"cache-control", b"no-cache")]
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)  # type: ignore[arg-type]
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers.update({**SECURITY_HEADERS, "Cache-Control": "no-cache"})
+        return response
 
 
 def install(app: FastAPI) -> None:
     app.include_router(router)
-    app.mount("/ui", _Secured(StaticFiles(directory=STATIC_DIR)), name="ui")
+    app.mount("/ui", _SecuredFiles(directory=STATIC_DIR), name="ui")
