@@ -185,6 +185,9 @@ export function renderUsage(el, state) {
   ]);
 }
 
+/** A server timestamp (UTC; SQLite returns it without its offset) as a Date. */
+const utc = (iso) => new Date(/(Z|[+-]\d\d:?\d\d)$/.test(iso) ? iso : `${iso}Z`);
+
 export function renderRunList(el, runs, activeId, onOpen) {
   clear(el);
   if (!runs.length) {
@@ -196,7 +199,7 @@ export function renderRunList(el, runs, activeId, onOpen) {
       type: "button", class: run.run_id === activeId ? "active" : "", "data-run": run.run_id,
       onclick: () => onOpen(run.run_id),
     }, h("span", { class: "input" }, run.input), h("span", { class: "status", "data-state": run.status }, run.status),
-      h("span", { class: "small muted" }, new Date(run.created_at).toLocaleString()),
+      h("span", { class: "small muted" }, utc(run.created_at).toLocaleString()),
       h("span", { class: "small muted" }, run.planner_tier ? `tier ${run.planner_tier}` : ""))));
   }
 }
