@@ -138,25 +138,13 @@ class _Execution:
         await ctx.ledger.save(ctx.ledger_key, record)  # durable before anyone hears of it
         self.records[record.step_id] = record
         self.schedule.set(record.step_id, record.status)
+        common = {"step_id": record.step_id, "worker": record.worker, "elapsed_s": record.elapsed_s}
         if record.status == "done":
             ctx.emit(
-                StepCompleted,
-                record.worker,
-                step_id=record.step_id,
-                worker=record.worker,
-                output=record.output,
-                elapsed_s=record.elapsed_s,
-                usage=record.usage,
+                StepCompleted, record.worker, output=record.output, usage=record.usage, **common
             )
         else:
-            ctx.emit(
-                StepFailed,
-                record.worker,
-                step_id=record.step_id,
-                worker=record.worker,
-                error=record.error,
-                elapsed_s=record.elapsed_s,
-            )
+            ctx.emit(StepFailed, record.worker, error=record.error, **common)
 
     async def _skip_blocked(self) -> None:
         while blocked := self.schedule.blocked():

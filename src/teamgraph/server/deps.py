@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import OAuth2PasswordBearer
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.server import repositories as repo
 from teamgraph.server.security import TokenClaims, decode_token
 from teamgraph.server.state import AppState
 from teamgraph.storage.models import SessionRow, UserRow
+
+T = TypeVar("T")
 
 oauth2 = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)
 
@@ -86,13 +88,19 @@ async def session_of(session_id: str, user: CurrentUser, db: Db) -> SessionRow:
 OwnedSession = Annotated[SessionRow, Depends(session_of)]
 
 
+async def owned_or_404(state: AppState, query: Select[T], what: str) -> T:
+    """The row ``query`` (which filters by owner) finds, read directly; a 404 naming ``what``
+    otherwise — unknown and foreign ids alike, so existence never leaks."""
+    row = await state.backend.direct.first(query)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"{what} not found")
+    return row
+
+
 async def session_read(session_id: str, user: CurrentUser, state: State) -> SessionRow:
     """Like :func:`session_of`, read directly: for routes that do not change the session."""
     query = select(SessionRow).where(SessionRow.id == session_id, SessionRow.user_id == user.id)
-    row = await state.backend.direct.first(query)
-    if row is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Session not found")
-    return row
+    return await owned_or_404(state, query, "Session")
 
 
 ReadSession = Annotated[SessionRow, Depends(session_read)]

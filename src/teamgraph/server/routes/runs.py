@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Query, status
 from sqlalchemy import select
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from teamgraph.server.deps import CurrentUser, Db, OwnedSession, ReadSession, State
+from teamgraph.server.deps import CurrentUser, Db, OwnedSession, ReadSession, State, owned_or_404
 from teamgraph.server.run_log import RunConflict
 from teamgraph.server.runs import RunManager
 from teamgraph.server.schemas import (
@@ -40,10 +40,7 @@ Manager = Annotated[RunManager, Depends(get_manager)]
 async def run_of(run_id: str, user: CurrentUser, state: State) -> RunRow:
     """A run in the path that the user owns — 404 otherwise (never leaks existence)."""
     query = select(RunRow).where(RunRow.id == run_id, RunRow.user_id == user.id)
-    row = await state.backend.direct.first(query)
-    if row is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
-    return row
+    return await owned_or_404(state, query, "Run")
 
 
 OwnedRun = Annotated[RunRow, Depends(run_of)]

@@ -3,7 +3,7 @@
 import { Api } from "./api.js";
 import { clear, h } from "./dom.js";
 import { cachedEvents, saveEvents } from "./eventcache.js";
-import { newRunState, reduce, replay } from "./runstate.js";
+import { isFinished, newRunState, reduce, replay } from "./runstate.js";
 import { renderMessages, renderPending } from "./views/chat.js";
 import {
   renderHeader, renderPlan, renderPlanner, renderRunList, renderStepDetail, renderTeam, renderTools, renderUsage,
@@ -290,12 +290,10 @@ async function openSession(id) {
   document.body.querySelector(".app").classList.remove("show-sidebar");
   await refreshHistory();
   const latest = app.runs[0];
-  if (latest && !isFinishedStatus(latest.status)) await attach(latest.run_id, latest);
+  if (latest && !isFinished(latest.status)) await attach(latest.run_id, latest);
   else if (latest) await openRun(latest.run_id);
   render();
 }
-
-const isFinishedStatus = (status) => !["pending", "running", "interrupted"].includes(status);
 
 async function refreshHistory() {
   if (!app.session) return;
@@ -415,7 +413,7 @@ async function resumeWith(body) {
 /** Open a run of the session: live if it is still going, else a replay of its stored events. */
 async function openRun(runId) {
   const meta = app.runs.find((r) => r.run_id === runId) || { run_id: runId };
-  if (!isFinishedStatus(meta.status)) {
+  if (!isFinished(meta.status)) {
     await attach(runId, meta);
     return;
   }
@@ -518,7 +516,7 @@ function wire() {
     if (e.key === "Escape") shell.classList.remove("show-sidebar", "show-workspace");
   });
   window.addEventListener("pagehide", () => {
-    if (app.view && app.view.mode === "live" && !isFinishedStatus(app.view.state.status)) saveEvents(app.view);
+    if (app.view && app.view.mode === "live" && !isFinished(app.view.state.status)) saveEvents(app.view);
   });
 }
 

@@ -2,36 +2,26 @@
 // a run or a user can become markup.
 
 export function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
+  return build(document.createElement(tag), attrs, children);
+}
+
+export function s(tag, attrs = {}, ...children) {
+  return build(document.createElementNS("http://www.w3.org/2000/svg", tag), attrs, children);
+}
+
+function build(el, attrs, children) {
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
     if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
-    else if (key === "class") el.className = value;
+    else if (key === "class") el.setAttribute("class", value);
     else if (key === "dataset") Object.assign(el.dataset, value);
     else if (value === true) el.setAttribute(key, "");
     else el.setAttribute(key, String(value));
   }
-  append(el, children);
-  return el;
+  return append(el, children);
 }
 
 export function append(el, children) {
-  for (const child of children.flat(Infinity)) {
-    if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return el;
-}
-
-const SVG = "http://www.w3.org/2000/svg";
-
-export function s(tag, attrs = {}, ...children) {
-  const el = document.createElementNS(SVG, tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (value === null || value === undefined) continue;
-    if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
-    else el.setAttribute(key, String(value));
-  }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));

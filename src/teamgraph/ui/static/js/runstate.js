@@ -6,9 +6,8 @@
 
 const ROLES = new Set(["planner", "moderator", "supervisor", "synthesizer"]);
 const CONTEXT_MARK = "\n\n## Context from previous steps\n";
-const STOPS = new Set(["run_completed", "run_failed", "run_cancelled"]);
 
-export const zeroUsage = () => ({ input_tokens: 0, output_tokens: 0, cost_usd: 0 });
+const zeroUsage = () => ({ input_tokens: 0, output_tokens: 0, cost_usd: 0 });
 
 function addUsage(into, usage) {
   into.input_tokens += usage.input_tokens || 0;
@@ -338,16 +337,8 @@ export function replay(events, count = events.length, meta = {}) {
   return state;
 }
 
-/** True once the run has ended (not merely paused). */
-export const isFinished = (state) => !["pending", "running", "interrupted"].includes(state.status);
-
-/** True when the stream has stopped at a pause. */
-export const isPaused = (state) =>
-  state.status === "interrupted" &&
-  (state.pending.clarification !== null || state.pending.approvals.length > 0);
-
-/** Whether an event type ends a stream (the run ended). */
-export const endsRun = (type) => STOPS.has(type);
+/** True once a run with this status has ended (not merely paused). */
+export const isFinished = (status) => !["pending", "running", "interrupted"].includes(status);
 
 /** The root team's plan, in plan order, with dependency edges. */
 export function rootPlan(state) {
