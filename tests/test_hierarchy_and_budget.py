@@ -77,3 +77,17 @@ async def test_token_budget_is_shared_by_nested_teams(settings: Any) -> None:
     plan = Plan(steps=[Step(id="delegate", worker="middle", task="Write about PostgreSQL")])
     result, _ = await run_collect(team, "x", plan=plan)
     assert result.status == "budget_exceeded" and "max_tokens=50" in result.error
+
+
+async def test_a_later_run_on_the_thread_does_not_report_an_earlier_budget_stop(
+    settings: Any,
+) -> None:
+    spec = {"name": "b", "members": ["researcher"], "budget": {"max_model_calls": 1}}
+    team = Team.from_dict(spec, settings=settings, model=_slow_model([]))
+    two_steps = Plan(steps=[Step(id=i, worker="researcher", task=f"task {i}") for i in "ab"])
+    one_step = Plan(steps=[Step(id="c", worker="researcher", task="task c")])
+    stopped = await team.run("x", thread_id="t", plan=two_steps)
+    assert stopped.status == "budget_exceeded" and "max_model_calls=1" in stopped.error
+    later = await team.run("y", thread_id="t", plan=one_step)
+    assert later.status == "completed"
+    assert later.error == "" and later.output.count("done task c") == 1

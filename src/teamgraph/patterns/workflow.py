@@ -140,7 +140,8 @@ def conclusion(
 ) -> WorkflowState:
     if stopped:
         return {"output": output, "status": "budget_exceeded", "error": stopped}
-    return {"output": output, "status": run_status(records, ctx.team.workflow.fail_fast)}
+    status = run_status(records, ctx.team.workflow.fail_fast)
+    return {"output": output, "status": status, "error": ""}  # no earlier run's error stays
 
 
 def run_status(records: dict[str, StepRecord], fail_fast: bool) -> RunStatus:
