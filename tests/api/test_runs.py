@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -493,3 +494,19 @@ async def _drain(client: httpx.AsyncClient, run_id: str, user: User) -> None:
     ) as events:
         async for _ in events.aiter_lines():
             pass
+
+
+async def test_a_run_that_cannot_prepare_fails_with_the_reason_in_its_stream(
+    client: httpx.AsyncClient, alice: User, app: FastAPI, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nPostgreSQL keeps data safe.\n")
+    serve(app, {"name": "docs", "members": ["researcher"], "knowledge": [str(notes)]})
+    notes.unlink()  # gone after the team was loaded: found out once the run is accepted
+    sid = (await make_session(client, alice, team="docs"))["session_id"]
+    run_id = await start(client, alice, sid, REQUEST)
+    events = await sse(client, alice, run_id)
+    assert [e["event"] for e in events] == ["run_started", "run_failed"]
+    assert str(notes) in events[-1]["data"]["error"]
+    run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
+    assert run["status"] == "failed" and str(notes) in run["error"]

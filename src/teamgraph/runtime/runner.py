@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing, nullcontext, suppress
 from typing import Any
 
@@ -101,19 +101,11 @@ class Runner:
             raise UsageError("the request is empty: say what the team should do")
         run_id = run_id or uuid.uuid4().hex
         thread_id = thread_id or run_id
-        if not accepted:
+        if not accepted:  # nothing stored yet: a failing preparation is the caller's error
             await self._prepare()
             await self.backend.runs.create(
                 **self.run_row(request, run_id, thread_id, template, user_id)
             )
-        else:
-            try:
-                await self._prepare()
-            except BaseException as exc:
-                await self.backend.runs.update(
-                    run_id, status="failed", error=f"{type(exc).__name__}: {exc}"
-                )
-                raise
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
         emitter = self._emitter(run_id, queue, reserved=SEQS_WITH_ROW)
         ctx = self._context(run_id, thread_id, emitter, user_id)
@@ -125,9 +117,14 @@ class Runner:
             thread_id=thread_id,
         )
         graph_input = self._graph_input(request, template, plan)
-        if plan is not None and graph_input.get("planned"):  # the graph starts with execute
-            workflow.emit_plan(ctx, plan, "explicit")
-        async with aclosing(self._drive(graph_input, ctx, queue)) as events:
+
+        async def begin() -> None:  # inside the run: a failure here is its run_failed event
+            if accepted:
+                await self._prepare()
+            if plan is not None and graph_input.get("planned"):  # the graph starts with execute
+                workflow.emit_plan(ctx, plan, "explicit")
+
+        async with aclosing(self._drive(graph_input, ctx, queue, begin)) as events:
             async for event in events:  # closing this stream stops the run, at once
                 yield event
 
@@ -302,8 +299,9 @@ class Runner:
         graph_input: Any,
         ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
+        begin: Callable[[], Awaitable[None]] | None = None,
     ) -> AsyncGenerator[Event, None]:
-        task = asyncio.create_task(self._invoke(graph_input, ctx, queue))
+        task = asyncio.create_task(self._invoke(graph_input, ctx, queue, begin))
         try:
             while (event := await queue.get()) is not None:
                 yield event  # type: ignore[misc]
@@ -323,8 +321,11 @@ class Runner:
         graph_input: Any,
         ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
+        begin: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         try:
+            if begin is not None:
+                await begin()
             async with self.slots or nullcontext():  # started and announced; now execute
                 final = await self.graph.ainvoke(
                     graph_input, self._config(ctx.thread_id), context=ctx, durability="sync"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, Executable, Row, Select, create_engine, event
+from sqlalchemy import Connection, Engine, Executable, Row, Select, create_engine, event
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
@@ -53,52 +53,52 @@ class Direct:
                     await conn.execute(statement, parameters)
             return
 
-        def transaction(session: Session) -> None:
+        def transaction(conn: Connection) -> None:
             for statement, parameters in statements:
-                session.execute(statement, parameters)
-            session.commit()
+                conn.execute(statement, parameters)
 
         await self._sync(transaction)
 
-    async def write(self, statement: Executable) -> int:
+    async def write(self, statement: Executable, parameters: dict[str, Any] | None = None) -> int:
         """Execute and commit one statement; the number of rows it matched."""
         if self._fast is None:
             async with self.engine.begin() as conn:
-                return (await conn.execute(statement)).rowcount
-
-        def one(session: Session) -> int:
-            count: int = session.execute(statement).rowcount  # type: ignore[attr-defined]
-            session.commit()
-            return count
-
-        return await self._sync(one)
+                return (await conn.execute(statement, parameters)).rowcount
+        return await self._sync(lambda conn: conn.execute(statement, parameters).rowcount)
 
     async def first(self, query: Select[T]) -> T | None:
         """The first ORM object ``query`` selects (detached: read it, do not change it)."""
         if self._fast is None:
             async with AsyncSession(self.engine, expire_on_commit=False) as session:
                 return (await session.scalars(query)).first()
-        return await self._sync(lambda session: session.scalars(query).first())
+
+        def first(conn: Connection) -> T | None:
+            with Session(conn, expire_on_commit=False) as session:
+                return session.scalars(query).first()
+
+        return await self._sync(first)
 
     async def rows(self, query: Executable) -> list[Row[Any]]:
         if self._fast is None:
             async with self.engine.connect() as conn:
                 return list((await conn.execute(query)).all())
-        return await self._sync(lambda session: list(session.execute(query).all()))
+        return await self._sync(lambda conn: list(conn.execute(query).all()))
 
-    async def _sync(self, operation: Callable[[Session], T]) -> T:
+    async def _sync(self, operation: Callable[[Connection], T]) -> T:
+        """``operation`` in one transaction (Core: no ORM session unless it opens one)."""
         assert self._fast is not None
         try:
-            with Session(self._fast, expire_on_commit=False) as session:
-                return operation(session)
+            with self._fast.begin() as conn:
+                return operation(conn)
         except OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
         return await asyncio.to_thread(self._on_slow, operation)
 
-    def _on_slow(self, operation: Callable[[Session], T]) -> T:
-        with self._slow_lock, Session(self._slow, expire_on_commit=False) as session:
-            return operation(session)
+    def _on_slow(self, operation: Callable[[Connection], T]) -> T:
+        assert self._slow is not None
+        with self._slow_lock, self._slow.begin() as conn:
+            return operation(conn)
 
     def close(self) -> None:
         for engine in (self._fast, self._slow):

@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from teamgraph.errors import RunNotFound
 from teamgraph.storage.direct import Direct
 from teamgraph.storage.migrate import upgrade
 from teamgraph.storage.models import RunRow, utcnow
+
+_UPDATE = update(RunRow).where(RunRow.id == bindparam("run_id_"))  # built and compiled once
 
 
 class RunRepository:
@@ -29,11 +31,11 @@ class RunRepository:
         await upgrade(self.engine)
 
     async def create(self, **fields: Any) -> None:
-        await self.direct.write(insert(RunRow).values(**fields))
+        await self.direct.run([(insert(RunRow), fields)])  # parameters apart: a cached statement
 
     async def update(self, run_id: str, **fields: Any) -> None:
-        statement = update(RunRow).where(RunRow.id == run_id).values(**fields, updated_at=utcnow())
-        if await self.direct.write(statement) == 0:
+        parameters = {**fields, "updated_at": utcnow(), "run_id_": run_id}  # SET: the fields
+        if await self.direct.write(_UPDATE, parameters) == 0:
             raise RunNotFound(f"no run with id {run_id!r}")
 
     async def get(self, run_id: str) -> RunRow:
