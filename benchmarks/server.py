@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import math
 import os
@@ -119,6 +120,7 @@ def serve(settings_json: str, port: int) -> None:
     import uvicorn
 
     from teamgraph.server.app import create_app
+    from teamgraph.server.app import serve as serve_app
 
     settings = Settings.model_validate_json(settings_json)
     app = create_app(settings)
@@ -132,7 +134,7 @@ def serve(settings_json: str, port: int) -> None:
             uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
         profiler.dump_stats(profile)
         return
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    serve_app(app, "127.0.0.1", port, log_level="warning", access_log=False)  # as `teamgraph serve`
 
 
 class Server:
@@ -416,6 +418,8 @@ async def inprocess_throughput(
         update={"database_url": database_url or f"sqlite:///{root}/inprocess.db"}
     )
     team = Team.from_yaml(teams / "bench.yaml", settings=settings)
+    gc.collect()
+    gc.freeze()  # the start-up heap frozen, as `teamgraph serve` freezes the server's
     async with team.runner() as runner:
 
         async def run_one(_index: int) -> None:

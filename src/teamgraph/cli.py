@@ -227,14 +227,13 @@ def serve(
     """Start the HTTP service (API, SSE streams, web workspace)."""
     import os
 
-    import uvicorn
-
     from teamgraph.server.app import create_app
+    from teamgraph.server.app import serve as serve_app
 
     os.environ.setdefault("TEAMGRAPH_JSON_LOGS", "true")
-    uvicorn.run(
-        create_app(_settings(db)), host=host, port=port, log_level="info", access_log=False
-    )  # our request log line carries request ids
+    serve_app(  # our request log line carries request ids: no access log
+        create_app(_settings(db)), host, port, log_level="info", access_log=False
+    )
 
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)

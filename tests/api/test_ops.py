@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import socket
@@ -12,12 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.server.app import create_app
+from teamgraph.server.app import serve as serve_app
 from teamgraph.server.logging import bind_run
 from teamgraph.server.ops import metrics_of
 from teamgraph.server.ratelimit import Limit, SlidingWindowLimiter, route_group
@@ -315,3 +318,20 @@ async def test_json_logs_are_off_by_default(
         response = await http.get("/health")
         assert response.headers["x-request-id"]
     assert json_lines(capsys.readouterr().err) == []
+
+
+def test_serve_freezes_the_start_up_heap_before_serving(
+    api_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def fake_run(app: Any, **options: Any) -> None:  # what uvicorn would be handed
+        seen.update(options, frozen=gc.get_freeze_count())
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    try:
+        serve_app(create_app(api_settings), "127.0.0.1", 8123, log_level="warning")
+    finally:
+        gc.unfreeze()
+    assert seen["frozen"] > 10_000  # the imported modules: full collections skip them
+    assert (seen["host"], seen["port"], seen["log_level"]) == ("127.0.0.1", 8123, "warning")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -46,3 +48,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     web.install(app)  # the web workspace at /
     return app
+
+
+def serve(app: FastAPI, host: str, port: int, **options: Any) -> None:
+    """Run ``app`` under uvicorn in this process (``teamgraph serve``).
+
+    The heap left by start-up (every imported module: ~170 000 objects, all alive for the whole
+    process) is frozen first, so Python's full garbage collections no longer walk it: a full
+    collection otherwise stalls the event loop for 30-100+ ms, in the middle of whatever requests
+    are being served (measured: time-to-first-event p99 with 50 clients 294-366 → 163-171 ms)."""
+    import uvicorn
+
+    gc.collect()
+    gc.freeze()
+    uvicorn.run(app, host=host, port=port, **options)
