@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import uvloop
 
 from teamgraph.sandbox import ExecResult, Sandbox, SandboxLimits, SandboxUnavailable
 from teamgraph.sandbox import bwrap as bwrap_module
@@ -430,3 +431,20 @@ async def test_python_tool_runs_code(sandbox: Sandbox) -> None:
 async def test_python_tool_returns_the_refusal(missing_bwrap: None) -> None:
     text = await make_python_tool().ainvoke({"code": "1 + 1"})
     assert text.startswith("code execution refused: bubblewrap (`/nonexistent/bin/bwrap`)")
+
+
+def test_the_sandbox_runs_and_refuses_alike_on_uvloop(
+    isolation: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``teamgraph serve`` runs on uvloop (uvicorn picks it), where a ``preexec_fn``'s report
+    cannot reach the child's stderr pipe: the refusal still says what failed."""
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        result = runner.run(Sandbox().run("print('hi')\n6 * 7"))
+        assert (result.stdout, result.value) == ("hi\n", "42")
+        prefix = bwrap_module.interpreter().prefix
+        broken = HostSetup(uid=None, prefix=prefix, hidden="/nonexistent-dir", rlimits=[])
+        monkeypatch.setattr(runner_module, "_setup", lambda limits: broken)
+        marker = tmp_path / "ran"
+        with pytest.raises(SandboxUnavailable, match="preparing the process failed"):
+            runner.run(Sandbox().run(f"open({str(marker)!r}, 'w')"))
+    assert not exists(marker)

@@ -133,7 +133,7 @@ class Execution:
         self, messages: Messages, capture: OutputCapture, returncode: int | None, timed_out: bool
     ) -> ExecResult:
         if not messages.ready and not timed_out:
-            raise start_failure(capture.text("stderr"))
+            raise start_failure(capture.text("stderr"), returncode)
         report = messages.report or {}
         value, error, limit = report.get("value"), report.get("error"), report.get("limit")
         if timed_out:
