@@ -18,6 +18,7 @@ from teamgraph.events import AgentMessage
 from teamgraph.runtime.runner import SEQS_WITH_ROW
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
+from teamgraph.server import run_log
 from teamgraph.server.app import create_app
 from teamgraph.server.run_log import FLUSH_INTERVAL, EventLog, EventWriter, replay, stored
 from teamgraph.server.state import AppState
@@ -510,3 +511,28 @@ async def test_a_run_that_cannot_prepare_fails_with_the_reason_in_its_stream(
     assert str(notes) in events[-1]["data"]["error"]
     run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
     assert run["status"] == "failed" and str(notes) in run["error"]
+
+
+async def test_a_writer_stopped_mid_write_never_leaves_close_waiting(
+    app: FastAPI, monkeypatch: Any
+) -> None:
+    engine = app.state.teamgraph.backend.engine
+    calls = 0
+    real_append = run_log.append
+
+    async def append_once_cancelled(writes: Any, events: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise asyncio.CancelledError  # the writer task dies in the middle of a write
+        await real_append(writes, events)
+
+    monkeypatch.setattr(run_log, "append", append_once_cancelled)
+    writer = EventWriter(app.state.teamgraph.backend.direct)
+    first, second = EventLog(writer), EventLog(writer)
+    first.add(AgentMessage(run_id="cut", seq=1, agent="a", content="lost"))
+    await asyncio.wait_for(first.close(), 2)  # the batch counts as handled: close returns
+    second.add(AgentMessage(run_id="kept", seq=1, agent="a", content="kept"))
+    await asyncio.wait_for(second.close(), 2)  # a new writer task takes the next batch
+    assert await _collect(stored(engine, "kept", 0)) == [1]
+    assert await _collect(stored(engine, "cut", 0)) == []

@@ -192,8 +192,9 @@ class EventWriter:
                 await append(self.writes, [e for _, events in batch for e in events])
             except Exception:  # the runs go on; their live subscribers still get every event
                 log.exception("could not store %d events", sum(len(e) for _, e in batch))
-            for event_log, events in batch:
-                event_log.mark_stored(len(events))
+            finally:  # even if this task is cancelled mid-write: no close() waits forever
+                for event_log, events in batch:
+                    event_log.mark_stored(len(events))
 
 
 def _insert(events: Sequence[BaseEvent]) -> Statement:
