@@ -9,6 +9,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -321,8 +322,9 @@ async def test_json_logs_are_off_by_default(
 
 
 def test_serve_freezes_the_start_up_heap_before_serving(
-    api_settings: Settings, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/serve.db")  # never opened here
     seen: dict[str, Any] = {}
 
     def fake_run(app: Any, **options: Any) -> None:  # what uvicorn would be handed
@@ -330,7 +332,7 @@ def test_serve_freezes_the_start_up_heap_before_serving(
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     try:
-        serve_app(create_app(api_settings), "127.0.0.1", 8123, log_level="warning")
+        serve_app(create_app(settings), "127.0.0.1", 8123, log_level="warning")
     finally:
         gc.unfreeze()
     assert seen["frozen"] > 10_000  # the imported modules: full collections skip them
