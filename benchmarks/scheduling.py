@@ -44,6 +44,7 @@ from langgraph.types import Command, Send
 from teamgraph.config import Settings
 from teamgraph.plan import Plan, Step
 from teamgraph.runtime.backend import Backend, open_backend
+from teamgraph.runtime.config import RunConfig
 from teamgraph.runtime.runner import Runner
 from teamgraph.specs.loader import team_from_dict
 from teamgraph.specs.team import TeamSpec
@@ -173,12 +174,8 @@ async def run_teamgraph(
     """Makespan (s) of ``dag`` through the real Runner on the shared SQLite backend (a new run
     and thread each time); with ``profiler``, only ``runner.run`` is profiled."""
     assert Shared.backend is not None, "run inside shared_backend()"
-    runner = Runner(
-        bench_team(),
-        Shared.backend,
-        settings=Shared.settings,
-        model=sleeping_model(dag.latency_by_id(scale)),
-    )
+    config = RunConfig(Shared.settings, model=sleeping_model(dag.latency_by_id(scale)))
+    runner = Runner(bench_team(), Shared.backend, config)
     plan = bench_plan(dag)
     if profiler:
         profiler.enable()

@@ -9,14 +9,16 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from teamgraph import prompts
+from teamgraph.brief import current_brief
 from teamgraph.config import Settings
 from teamgraph.events import BaseEvent
 from teamgraph.result import RunResult
 from teamgraph.runtime.team import Team
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "teams"
 FAST_RETRY = {"max_attempts": 3, "initial_delay_s": 0, "max_delay_s": 0, "jitter_s": 0}
 
 
@@ -24,14 +26,15 @@ def team_dict(**workflow: Any) -> dict[str, Any]:
     return {
         "name": "t",
         "members": ["researcher", "analyst", "writer"],
-        "workflow": {"retry": FAST_RETRY, **workflow},
+        "retry": FAST_RETRY,
+        "workflow": workflow,
     }
 
 
 def is_planner(messages: list[BaseMessage]) -> bool:
-    return isinstance(messages[0], SystemMessage) and str(messages[0].content).startswith(
-        prompts.PLANNER_HEADER
-    )
+    """Inside a model call: whether the workflow planner is asking (by the call's brief)."""
+    brief = current_brief()
+    return brief is not None and brief.role == "planner"
 
 
 def task_of(messages: list[BaseMessage]) -> str:

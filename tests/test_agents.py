@@ -71,7 +71,7 @@ def _team(settings: Any, model: Any, kind: str = "function", **agent: Any) -> Te
         "tools": ["slow_echo", "add", "explode", "delete_record", "remember"],
         **agent,
     }
-    data = {"name": "t", "members": [member], "workflow": {"retry": FAST_RETRY}}
+    data = {"name": "t", "members": [member], "retry": FAST_RETRY}
     data.update(team_fields)
     return Team.from_dict(data, settings=settings, model=model, tools=TOOLS)
 

@@ -46,7 +46,7 @@ def _model() -> FunctionChatModel:
 def _team(settings: Any) -> Team:
     spec = {
         "name": "t",
-        "workflow": {"retry": FAST_RETRY},
+        "retry": FAST_RETRY,
         "members": [{"name": "clerk", "description": "keeps records", "tools": ["delete_record"]}],
     }
     return Team.from_dict(spec, settings=settings, model=_model(), tools=[delete_record])

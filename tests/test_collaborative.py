@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ from langchain_core.tools import InjectedToolArg, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from teamgraph import SpecError, prompts
+from teamgraph.brief import Brief
 from teamgraph.config import Settings
 from teamgraph.patterns.collaborative import ReviewVerdict
 from teamgraph.runtime.team import Team
@@ -39,7 +41,7 @@ def _reviewer(*verdicts: dict[str, Any]) -> ScriptedChatModel:
 async def _run(team: Team, request: str, run_id: str = "r1") -> tuple[Any, list[Any], Any]:
     async with team.runner() as runner:
         events = [e async for e in runner.stream(request, run_id=run_id, thread_id="t")]
-        state = (await runner.graph.aget_state(runner._config("t"))).values
+        state = await runner.thread_state("t")
         return await runner.result(run_id), events, state
 
 
@@ -234,24 +236,30 @@ async def test_offline_example_runs(settings: Settings) -> None:
     assert [h.to_agent for h in by_type(events, "handoff")] == ["researcher", "writer", "critic"]
 
 
-def _offline(messages: list[BaseMessage], tools: tuple[Any, ...] = (), choice: Any = None) -> Any:
+def _offline(
+    brief: Brief,
+    messages: list[BaseMessage],
+    tools: tuple[Any, ...] = (),
+    choice: Any = None,
+) -> Any:
     from teamgraph.llm.offline import respond
 
-    return respond(messages, [convert_to_openai_tool(t) for t in tools], choice)
+    return respond(messages, [convert_to_openai_tool(t) for t in tools], choice, brief)
 
 
 @pytest.mark.parametrize(("draft", "approved"), [("A draft.", True), ("  ", False)])
 def test_offline_reviewer_approves_a_non_empty_draft(draft: str, approved: bool) -> None:
     from langchain_core.messages import AIMessage, SystemMessage
 
-    review = prompts.collab_review_prompt("explain MVCC", "facts", draft)
+    review = prompts.collab_review("explain MVCC", "facts", draft)
     messages = [
         SystemMessage("You are critic, a reviewer"),
-        HumanMessage(review),
+        HumanMessage(review.text),
         AIMessage("my review"),
         HumanMessage(prompts.structured_request("{}")),
     ]
-    reply = _offline(messages, (ReviewVerdict,), "any")
+    brief = replace(review.brief, role="structured", schema="ReviewVerdict")
+    reply = _offline(brief, messages, (ReviewVerdict,), "any")
     (call,) = reply.tool_calls
     assert call["name"] == "ReviewVerdict"
     assert call["args"]["approved"] is approved
@@ -261,7 +269,7 @@ def test_offline_reviewer_approves_a_non_empty_draft(draft: str, approved: bool)
 def test_offline_planner_outlines_by_keyword_rules() -> None:
     from langchain_core.messages import SystemMessage
 
-    prompt = prompts.collab_plan_prompt("Compare PostgreSQL and MongoDB on security and cost")
-    reply = _offline([SystemMessage("You are planner"), HumanMessage(prompt)])
+    outline = prompts.collab_plan("Compare PostgreSQL and MongoDB on security and cost")
+    reply = _offline(outline.brief, [SystemMessage("You are planner"), HumanMessage(outline.text)])
     points = [line for line in reply.text.splitlines() if line[:2] in ("1.", "2.", "3.")]
     assert len(points) == 3 and "security" in points[0] and "cost" in points[1]

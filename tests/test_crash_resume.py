@@ -7,6 +7,7 @@ the third has started (it is in flight, ``summary`` waits for it), i.e. in the m
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import shutil
@@ -225,18 +226,27 @@ def test_resume_reruns_no_finished_step(crash: Crash) -> None:
 
 
 def test_resume_runs_every_unfinished_step_once(crash: Crash) -> None:
-    (plan,) = of_type(crash.after, PlanCreated)
-    assert [s["id"] for s in plan.steps] == PLAN_STEPS
+    assert not of_type(crash.after, PlanCreated)  # the plan comes with `resumed`
+    assert [s["id"] for s in crash.resumed.steps] == PLAN_STEPS
     todo = [s for s in PLAN_STEPS if s not in crash.resumed.completed_steps]
     assert crash.in_flight_when_killed <= set(todo)  # interrupted work is redone from scratch
-    started = [e.step_id for e in of_type(crash.after, StepStarted)]
     completed = [e.step_id for e in of_type(crash.after, StepCompleted)]
-    assert sorted(started) == sorted(completed) == sorted(todo)
-    position = {id(e): i for i, e in enumerate(crash.after)}
+    assert sorted(completed) == sorted(todo)
+    every = [*crash.before, *crash.after]
+    position = {id(e): i for i, e in enumerate(every)}
     for step_id in todo:
-        start = next(e for e in of_type(crash.after, StepStarted) if e.step_id == step_id)
+        start = next(e for e in of_type(every, StepStarted) if e.step_id == step_id)
         end = next(e for e in of_type(crash.after, StepCompleted) if e.step_id == step_id)
         assert position[id(start)] < position[id(end)], step_id
+
+
+def test_nothing_is_announced_twice_across_the_crash(crash: Crash) -> None:
+    every = [*crash.before, *crash.after]
+    started = [e.step_id for e in of_type(every, StepStarted)]
+    assert sorted(started) == sorted(PLAN_STEPS)  # in-flight steps were not announced again
+    calls = [e.call_id for e in every if e.type == "tool_called"]
+    assert calls and len(calls) == len(set(calls))
+    assert len(of_type(every, PlanCreated)) == 1
 
 
 def test_the_final_report_holds_every_step_and_keeps_earlier_results(crash: Crash) -> None:
@@ -259,6 +269,23 @@ def test_usage_after_resume_counts_the_work_done_before_the_crash(crash: Crash) 
         expected_in,
         expected_out,
     )
+
+
+def test_a_resumed_run_reports_what_the_same_run_costs_uninterrupted(
+    crash: Crash, tmp_path: Path
+) -> None:
+    """Every reply paid for before the kill is counted once (from the journal), and nothing
+    twice: the offline model is deterministic, so the uninterrupted run spends the same."""
+    from teamgraph.config import Settings
+    from teamgraph.runtime.team import Team
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/again.db")
+    team = Team.from_yaml(Path(crash.db.removeprefix("sqlite:///")).parent / "team.yaml")
+    again = Team(team.spec.model_copy(update={"model_kwargs": {}}), settings=settings)
+    result = asyncio.run(again.run(REQUEST))
+    assert result.status == "completed"
+    assert crash.final.usage.total_tokens == result.usage.total_tokens > 0
+    assert crash.final.usage.cost_usd == result.usage.cost_usd
 
 
 def test_runs_shows_the_resumed_run_completed(crash: Crash) -> None:

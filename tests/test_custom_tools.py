@@ -20,7 +20,7 @@ def _team(settings: Any, model: Any, tools: list[str], **extra: Any) -> Team:
     data = {
         "name": "t",
         "members": [{"name": "worker", "description": "works", "tools": tools}],
-        "workflow": {"retry": FAST_RETRY},
+        "retry": FAST_RETRY,
         **extra,
     }
     return Team.from_dict(data, settings=settings, model=model)

@@ -39,6 +39,17 @@ async def test_three_levels_of_nested_teams_with_event_paths(settings: Any) -> N
     ]
 
 
+async def test_a_nested_teams_work_counts_for_the_step_it_works_for(settings: Any) -> None:
+    team = Team.from_dict(TOP, settings=settings)
+    plan = Plan(steps=[Step(id="delegate", worker="middle", task="Write about PostgreSQL")])
+    result, events = await run_collect(team, "x", plan=plan)
+    nested = [e for e in by_type(events, "usage") if e.path[:2] == ["top", "middle"]]
+    spent = sum(e.usage.total_tokens for e in nested)
+    assert "delegate" not in {e.step_id for e in nested}  # their own steps, their planners
+    assert result.step("delegate").usage.total_tokens == spent > 0
+    assert result.usage.total_tokens == spent  # counted once in the run's total
+
+
 def _slow_model(calls: list[str]) -> FunctionChatModel:
     async def fn(messages: list[BaseMessage]) -> str:
         step = task_of(messages)
@@ -55,7 +66,8 @@ async def test_a_budget_stops_the_run_and_keeps_finished_steps(settings: Any) ->
         "name": "b",
         "members": ["researcher"],
         "budget": {"max_model_calls": 3},
-        "workflow": {"max_parallel": 2, "retry": FAST_RETRY},
+        "workflow": {"max_parallel": 2},
+        "retry": FAST_RETRY,
     }
     team = Team.from_dict(spec, settings=settings, model=_slow_model(calls))
     plan = Plan(steps=[Step(id=i, worker="researcher", task=f"task {i}") for i in "abcde"])

@@ -31,7 +31,7 @@ def _team(settings: Any, user: str = "ana") -> Team:
         {"name": name, "description": f"{name} agent", "tools": ["save_note", "search_notes"]}
         for name in ("scribe", "reader")
     ]
-    spec = {"name": "memo", "members": members, "workflow": {"retry": FAST_RETRY}}
+    spec = {"name": "memo", "members": members, "retry": FAST_RETRY}
     return Team.from_dict(spec, settings=settings, model=_model(), user_id=user)
 
 

@@ -19,10 +19,11 @@ from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
 from teamgraph import prompts
+from teamgraph.brief import Brief, Member, briefed
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.llm.offline import OfflineChatModel
+from teamgraph.patterns.planner import parse_plan
 from teamgraph.plan import Plan
-from teamgraph.planning.planner import parse_plan
 from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
 from teamgraph.specs.builtin import BUILTIN_WORKERS
 from teamgraph.tools.search_docs import make_search_docs_tool
@@ -77,8 +78,14 @@ def planner_turn(request: str, max_steps: int = 10) -> list[BaseMessage]:
     return [SystemMessage(system), HumanMessage(request)]
 
 
+def planner_brief(request: str, max_steps: int = 10) -> Brief:
+    members = tuple(Member(n, BUILTIN_WORKERS[n].description) for n in RESEARCH_MEMBERS)
+    return Brief(role="planner", request=request, members=members, max_steps=max_steps)
+
+
 def plan_for(model: OfflineChatModel, request: str, max_steps: int = 10) -> Plan:
-    reply = model.invoke(planner_turn(request, max_steps))
+    with briefed(planner_brief(request, max_steps)):
+        reply = model.invoke(planner_turn(request, max_steps))
     assert reply.text.lstrip().startswith("```json"), reply.text
     plan, errors = parse_plan(reply.text, RESEARCH_MEMBERS, max_steps)
     assert plan is not None, errors
@@ -121,9 +128,10 @@ def test_answers_from_the_context_of_previous_steps(model: OfflineChatModel) -> 
             "MongoDB Atlas is billed per cluster hour.",
         )
     ]
-    prompt = prompts.worker_prompt("Write a summary of the cost of PostgreSQL", context)
+    assignment = prompts.worker_assignment("Write a summary of the cost of PostgreSQL", context)
 
-    reply = model.invoke(researcher_turn(prompt))
+    with briefed(assignment.brief):
+        reply = model.invoke(researcher_turn(assignment.text))
 
     assert "Offline model" in reply.text
     assert "research_cost" in reply.text
@@ -140,8 +148,11 @@ def test_synthesizer_prompt_is_answered_from_the_step_results(model: OfflineChat
         SystemMessage(prompts.synthesizer_system("research")),
         HumanMessage(prompts.synthesizer_prompt("Compare PostgreSQL and MongoDB", results)),
     ]
+    context = tuple((f"{sid} ({worker})", text) for sid, worker, text in results)
+    brief = Brief(role="synthesizer", request="Compare PostgreSQL and MongoDB", context=context)
 
-    reply = model.invoke(messages)
+    with briefed(brief):
+        reply = model.invoke(messages)
 
     assert "Offline model" in reply.text
     assert "PostgreSQL supports row-level security policies." in reply.text
@@ -292,7 +303,8 @@ def test_plans_respect_the_step_limit_of_the_prompt(model: OfflineChatModel) -> 
 
 
 def test_planner_reply_carries_usage(model: OfflineChatModel) -> None:
-    assert_usage(model.invoke(planner_turn("Compare Redis and PostgreSQL")))
+    with briefed(planner_brief("Compare Redis and PostgreSQL")):
+        assert_usage(model.invoke(planner_turn("Compare Redis and PostgreSQL")))
 
 
 # --- streaming, latency ---------------------------------------------------------------------------

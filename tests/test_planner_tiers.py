@@ -69,7 +69,7 @@ async def test_still_invalid_plan_falls_back_to_rules(settings: Any) -> None:
     assert result.planner_tier == "rules"
     ids = [s.id for s in result.steps]
     assert ids == ["research_speed", "research_safety", "summary"]
-    assert result.plan is not None and result.plan["steps"][2]["depends_on"] == ids[:2]
+    assert result.plan is not None and result.plan.steps[2].depends_on == ids[:2]
 
 
 async def test_low_confidence_plan_falls_back_to_rules(settings: Any) -> None:
@@ -90,7 +90,7 @@ async def test_template_match_rules_are_used_by_the_rules_tier(settings: Any) ->
     team.spec.members.append(team.spec.members[0].model_copy(update={"name": "critic"}))
     result, _ = await run_collect(team, "Please review this Python code for bugs")
     assert result.planner_tier == "rules"
-    assert result.plan is not None and result.plan["name"] == "code_review"
+    assert result.plan is not None and result.plan.name == "code_review"
 
 
 async def test_last_resort_is_one_step_on_the_default_worker(settings: Any) -> None:
@@ -104,6 +104,4 @@ async def test_last_resort_is_one_step_on_the_default_worker(settings: Any) -> N
 
 
 def _steps(result: Any) -> list[Any]:
-    from teamgraph.plan import Plan
-
-    return Plan.model_validate(result.plan).steps
+    return list(result.plan.steps)

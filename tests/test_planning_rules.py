@@ -8,7 +8,7 @@ import pytest
 
 from teamgraph.errors import PlanValidationError, SpecError
 from teamgraph.plan import plan_errors
-from teamgraph.planning.routing import WorkerInfo, overlap_score, route, tokenize
+from teamgraph.planning.routing import WorkerInfo, overlap_score, route
 from teamgraph.planning.rules import decompose
 from teamgraph.planning.templates import (
     BUILTIN_TEMPLATES_DIR,
@@ -18,6 +18,7 @@ from teamgraph.planning.templates import (
     match_template,
 )
 from teamgraph.specs.builtin import BUILTIN_WORKERS
+from teamgraph.text import tokenize
 
 WORKERS = [WorkerInfo(spec.name, spec.description) for spec in BUILTIN_WORKERS.values()]
 NAMES = [w.name for w in WORKERS]

@@ -40,8 +40,10 @@ async def test_resume_after_a_crash_keys_results_by_step_id(settings: Any) -> No
         model=_model({"s1": 0.30, "s2": 0.02, "s3": 0.15, "s4": 5}, first_calls),
     )
     completed: list[str] = []
+    before: list[Any] = []
     async with first.runner() as runner:
         async for event in runner.stream("x", run_id="crash", plan=_plan()):
+            before.append(event)
             if event.type == "step_completed":
                 completed.append(event.step_id)
             if len(completed) == 3:
@@ -57,14 +59,17 @@ async def test_resume_after_a_crash_keys_results_by_step_id(settings: Any) -> No
         result = await runner.result("crash")
 
     assert resumed_calls == ["s4", "final"]  # no completed step ran again
-    started = {e.step_id for e in events if e.type == "step_started"}
-    assert started == {"s4", "final"}
-    assert next(e for e in events if e.type == "resumed").completed_steps == ["s1", "s2", "s3"]
-    assert [e.tier for e in events if e.type == "plan_created"] == ["explicit"]  # once, replayed
+    resumed = next(e for e in events if e.type == "resumed")
+    assert resumed.completed_steps == ["s1", "s2", "s3"]
+    assert (resumed.tier, [s["id"] for s in resumed.steps]) == ("explicit", [*STEPS, "final"])
+    assert not [e for e in events if e.type == "plan_created"]  # the plan came with `resumed`
+    # s4 was started (and announced) before the crash: redone, not announced again
+    announced = [e.step_id for e in [*before, *events] if e.type == "step_started"]
+    assert sorted(announced) == sorted([*STEPS, "final"])
     assert result.status == "completed"
     for step in result.steps:
         assert step.output == f"output of {step.id}"
-    final_prompt = str(second.model.calls[-1][-1].content)  # type: ignore[union-attr]
+    final_prompt = str(second.config.model.calls[-1][-1].content)  # type: ignore[union-attr]
     for step_id in STEPS:  # each dependency labelled with its own id and its own output
         assert f"### {step_id}\noutput of {step_id}" in final_prompt
     seqs = [e.seq for e in events]

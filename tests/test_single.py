@@ -36,7 +36,7 @@ async def run_turn(
             e async for e in runner.stream(request, run_id=run_id, thread_id=thread_id)
         ]
         result = await runner.result(run_id)
-        state = await runner.graph.aget_state(runner._config(thread_id))
+        state = await runner.graph.aget_state(runner.thread_config(thread_id))
     return result, events, list(state.values.get("messages", []))
 
 

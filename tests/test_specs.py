@@ -89,3 +89,14 @@ def test_python_specs_build_a_team() -> None:
     assert team.spec.default_worker == "solo"
     with pytest.raises(SpecError, match="unknown tool 'nope'"):
         Team(TeamSpec(name="py", members=[AgentSpec(name="a", description="d", tools=["nope"])]))
+
+
+def test_retry_is_a_team_setting_and_its_old_place_is_still_read() -> None:
+    retry = {"max_attempts": 5, "initial_delay_s": 0}
+    top = team_from_dict({"name": "t", "members": ["writer"], "retry": retry})
+    old = team_from_dict({"name": "t", "members": ["writer"], "workflow": {"retry": retry}})
+    assert top.retry.max_attempts == old.retry.max_attempts == 5
+    with pytest.raises(SpecError, match="retry is set twice"):
+        team_from_dict(
+            {"name": "t", "members": ["writer"], "retry": retry, "workflow": {"retry": retry}}
+        )

@@ -53,7 +53,7 @@ def spec(members: list[dict[str, Any]], **supervisor: Any) -> dict[str, Any]:
         "pattern": "supervisor",
         "members": members,
         "supervisor": supervisor,
-        "workflow": {"retry": FAST_RETRY},
+        "retry": FAST_RETRY,
     }
 
 
@@ -70,7 +70,7 @@ async def run_team(
             e async for e in runner.stream(request, run_id=run_id, thread_id=thread_id)
         ]
         result = await runner.result(run_id)
-        state = await runner.graph.aget_state(runner._config(thread_id))
+        state = await runner.graph.aget_state(runner.thread_config(thread_id))
     return result, events, list(state.values.get("messages", []))
 
 
@@ -363,7 +363,7 @@ async def test_a_sensitive_call_in_a_member_pauses_and_resumes(settings: Any) ->
         async for _ in runner.resume_stream("r", default={"action": "approve"}):
             pass
         result = await runner.result("r")
-        state = await runner.graph.aget_state(runner._config("th"))
+        state = await runner.graph.aget_state(runner.thread_config("th"))
     assert result.status == "completed" and result.output == "ok"
     assert "clerk: deleted 7" in texts(state.values["messages"])
     assert len(supervisor.calls) == 2  # the first decision was not made again

@@ -44,7 +44,7 @@ async def _turn(runner: Any, request: str, run_id: str, thread_id: str = "t") ->
 
 
 async def _state(runner: Any, thread_id: str = "t") -> dict[str, Any]:
-    return dict((await runner.graph.aget_state(runner._config(thread_id))).values)
+    return dict(await runner.thread_state(thread_id))
 
 
 async def test_the_active_agent_persists_across_turns_of_a_thread(settings: Settings) -> None:
@@ -390,7 +390,7 @@ def test_offline_agent_reads_a_handoff_as_the_users_message() -> None:
     from teamgraph.llm.offline import respond
 
     tools = [make_handoff_tool("Alice", "math expert"), add]
-    prompt = prompts.handoff_prompt("Alice", "add 2 and 3")
-    messages = [SystemMessage("You are Bob"), HumanMessage(prompt)]
-    reply = respond(messages, [convert_to_openai_tool(t) for t in tools], None)
+    handed = prompts.handoff_assignment("Alice", "add 2 and 3")
+    messages = [SystemMessage("You are Bob"), HumanMessage(handed.text)]
+    reply = respond(messages, [convert_to_openai_tool(t) for t in tools], None, handed.brief)
     assert [c["name"] for c in reply.tool_calls] == ["add"]

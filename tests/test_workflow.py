@@ -189,7 +189,7 @@ async def test_llm_synthesizer_answers_from_step_results(settings: Any) -> None:
     result, _ = await run_collect(team, "x", plan=_plan(("a", "researcher", [])))
     assert result.output == "FINAL ANSWER"
     async with team.runner() as runner:
-        history = [c async for c in runner.graph.aget_state_history(runner._config("run-1"))]
+        history = [c async for c in runner.graph.aget_state_history(runner.thread_config("run-1"))]
     assert [c.next for c in reversed(history)][-2:] == [("synthesize",), ()]
 
 
@@ -237,7 +237,7 @@ async def test_an_explicit_plan_goes_straight_to_execute(settings: Any) -> None:
     plan = _plan(("a", "researcher", []), ("b", "writer", ["a"]))
     async with team.runner() as runner:
         events = [e async for e in runner.stream("x", run_id="r", plan=plan)]
-        config = runner._config("r")
+        config = runner.thread_config("r")
         history = [c async for c in runner.graph.aget_state_history(config)]
     assert [e.type for e in events][:3] == ["run_started", "plan_created", "step_started"]
     assert by_type(events, "plan_created")[0].tier == "explicit"

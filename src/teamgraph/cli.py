@@ -19,7 +19,7 @@ from rich.text import Text
 from teamgraph.cli_pauses import ask, how_to_resume, resume_options
 from teamgraph.config import Settings
 from teamgraph.errors import TeamgraphError
-from teamgraph.events import Event
+from teamgraph.events import Event, RunStatus
 from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
 from teamgraph.runtime.backend import open_backend
 from teamgraph.runtime.runner import Runner
@@ -34,7 +34,7 @@ app = typer.Typer(
 )
 console = Console()
 err = Console(stderr=True)
-EXIT = {
+EXIT: dict[RunStatus, int] = {  # every status a run can end an execution with
     "completed": 0,
     "completed_with_errors": 3,
     "failed": 1,

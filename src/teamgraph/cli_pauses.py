@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.prompt import Prompt
 
-from teamgraph.runtime.pauses import Decision
+from teamgraph.pauses import Decision
 
 CHOICES = {"a": "approve", "r": "reject", "e": "edit"}
 
@@ -34,16 +34,10 @@ def _decide(console: Console, item: dict[str, Any]) -> Decision:
         Prompt.ask("approve, reject or edit", choices=list(CHOICES), default="a", console=console)
     ]
     if action == "reject":
-        return {
-            "action": "reject",
-            "comment": Prompt.ask("comment for the agent", default="", console=console),
-        }
+        return Decision.reject(Prompt.ask("comment for the agent", default="", console=console))
     if action == "edit":
-        return {
-            "action": "edit",
-            "args": _json_args(Prompt.ask("new arguments (JSON)", console=console)),
-        }
-    return {"action": "approve"}
+        return Decision.edit(_json_args(Prompt.ask("new arguments (JSON)", console=console)))
+    return Decision.approve()
 
 
 def _json_args(text: str) -> dict[str, Any]:
@@ -69,11 +63,11 @@ def resume_options(
         raise typer.BadParameter(f"use one of {', '.join(chosen)}, not several")
     default: Decision | None = None
     if approve:
-        default = {"action": "approve"}
+        default = Decision.approve()
     elif reject:
-        default = {"action": "reject", "comment": comment}
+        default = Decision.reject(comment)
     elif edit is not None:
-        default = {"action": "edit", "args": _json_args(edit)}
+        default = Decision.edit(_json_args(edit))
     return {"answer": answer, "default": default}
 
 

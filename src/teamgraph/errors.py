@@ -79,6 +79,11 @@ class PlanValidationError(UsageError):
         self.errors = errors
 
 
+class RunConflict(UsageError):
+    """The run cannot do that in its current state: the session already has a running run, the
+    run is paused, superseded, finished or not running (HTTP 409)."""
+
+
 class ModelConfigError(UsageError):
     """A model string cannot be resolved (unknown provider, missing package, missing key)."""
 

@@ -13,17 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-RunStatus = Literal[
-    "pending",
-    "running",
-    "completed",
-    "completed_with_errors",
-    "failed",
-    "cancelled",
-    "interrupted",
-    "budget_exceeded",
-]
-StepState = Literal["pending", "running", "waiting", "done", "failed", "skipped"]
+from teamgraph.status import RunStatus as RunStatus  # re-exported: events carry them
+from teamgraph.status import StepState as StepState
+
 PlannerTier = Literal["explicit", "template", "llm", "rules", "fallback"]
 
 
@@ -171,8 +163,16 @@ class ApprovalRequested(BaseEvent):
 
 
 class Resumed(BaseEvent):
+    """A run continues: what earlier executions finished, and (workflows) the plan they work
+    to, so a consumer that starts following here knows it. Work announced before is not
+    announced again."""
+
     type: Literal["resumed"] = "resumed"
     completed_steps: list[str] = Field(default_factory=list)
+    plan_name: str | None = None
+    tier: PlannerTier | None = None
+    confidence: float | None = None
+    steps: list[dict[str, Any]] = Field(default_factory=list, description="The plan's steps.")
 
 
 class UsageRecorded(BaseEvent):
@@ -188,6 +188,9 @@ class RunCompleted(BaseEvent):
     status: RunStatus
     output: str
     usage: TokenUsage
+    shared_state: dict[str, Any] | None = Field(
+        default=None, description="The team's shared state as the run left it, if it has one."
+    )
 
 
 class RunFailed(BaseEvent):

@@ -21,12 +21,12 @@ from pydantic import BaseModel
 
 from teamgraph.events import TokenUsage
 
-StepOutcome = Literal["done", "failed", "skipped"]
+StepOutcome = Literal["running", "done", "failed", "skipped"]  # running: started, announced
 T = TypeVar("T")
 
 
 class StepRecord(BaseModel):
-    """What a finished step produced."""
+    """What a step produced — or, ``running``, that it started (and was announced)."""
 
     step_id: str
     worker: str
@@ -50,6 +50,15 @@ class StepLedger(Protocol):
 
     async def record(self, key: str, value: str) -> None: ...
 
+    async def journal(self, run_id: str) -> list[str]:
+        """Every journal value recorded for the run (keys start with ``run_id/``)."""
+        ...
+
+
+def journal_run(key: str) -> str:
+    """The run a journal key belongs to: its first segment (keys are scoped by run id)."""
+    return key.split("/", 1)[0]
+
 
 class StoreLedger:
     """A :class:`StepLedger` in a LangGraph store, namespace ``("teamgraph", "steps", run_id)``."""
@@ -66,11 +75,16 @@ class StoreLedger:
         await self.store.aput(("teamgraph", "steps", run_id), record.step_id, value, index=False)
 
     async def recall(self, key: str) -> str | None:
-        item = await self.store.aget(("teamgraph", "journal"), key)
+        item = await self.store.aget(("teamgraph", "journal", journal_run(key)), key)
         return None if item is None else str(item.value["v"])
 
     async def record(self, key: str, value: str) -> None:
-        await self.store.aput(("teamgraph", "journal"), key, {"v": value}, index=False)
+        namespace = ("teamgraph", "journal", journal_run(key))
+        await self.store.aput(namespace, key, {"v": value}, index=False)
+
+    async def journal(self, run_id: str) -> list[str]:
+        items = await self.store.asearch(("teamgraph", "journal", run_id), limit=1_000_000)
+        return [str(item.value["v"]) for item in items]
 
 
 class SqliteLedger:
@@ -105,6 +119,12 @@ class SqliteLedger:
     async def record(self, key: str, value: str) -> None:
         statement = "INSERT OR REPLACE INTO tg_journal (key, value) VALUES (?, ?)"
         await self._run(lambda conn: conn.execute(statement, (key, value)))
+
+    async def journal(self, run_id: str) -> list[str]:
+        query = "SELECT value FROM tg_journal WHERE key > ? AND key < ?"  # keys 'run_id/...'
+        bounds = (f"{run_id}/", f"{run_id}0")  # '0' follows '/' in every collation
+        rows = await self._run(lambda conn: conn.execute(query, bounds).fetchall())
+        return [str(value) for (value,) in rows]
 
     async def load(self, run_id: str) -> dict[str, StepRecord]:
         query = "SELECT step_id, record FROM tg_step_ledger WHERE run_id = ?"

@@ -1,8 +1,16 @@
-"""The prompts teamgraph sends to models. The offline model recognises them by their headers."""
+"""The prompts teamgraph sends to models.
+
+Prompts are for models that read: reword them freely. What a request is *for* travels beside the
+prompt as a :class:`~teamgraph.brief.Brief`, which teamgraph's own models (the offline model, the
+test doubles) read instead of the text; the functions that build what a member is asked return an
+:class:`~teamgraph.brief.Assignment` carrying both.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+from teamgraph.brief import Assignment, Brief, Purpose
 
 PLANNER_HEADER = "You are the planner of the team"
 SYNTHESIZER_HEADER = "You are the synthesizer of the team"
@@ -63,6 +71,14 @@ def worker_prompt(task: str, context: list[tuple[str, str]]) -> str:
     return f"{task}\n\n{CONTEXT_HEADING}\n\n{blocks}"
 
 
+def worker_assignment(
+    task: str, context: Sequence[tuple[str, str]] = (), request: str = ""
+) -> Assignment:
+    """A task with the outputs it depends on (a workflow step, a delegation)."""
+    brief = Brief(role="agent", request=request or task, task=task, context=tuple(context))
+    return Assignment(worker_prompt(task, list(context)), brief)
+
+
 def synthesizer_system(team: str) -> str:
     return (
         f"{SYNTHESIZER_HEADER} {team!r}. Using only the step results below, write the final "
@@ -99,7 +115,23 @@ def react_system(agent_system: str, tools: str, tool_names: list[str]) -> str:
     )
 
 
+OBSERVATION = "Observation:"  # the ReAct protocol: a tool's result goes back on this line
+
+
+def observation(result: str) -> str:
+    return f"{OBSERVATION} {result}"
+
+
+def react_format_error(error: str) -> str:
+    return f"Error while parsing the output: {error}. Follow the format exactly."
+
+
 CODEACT_HEADER = "Solve the task by writing Python code that runs in a sandbox."
+CODE_RESULT = "Execution result:"  # the CodeAct protocol: what the code printed comes back so
+
+
+def code_result(result: str) -> str:
+    return f"{CODE_RESULT}\n{result}"
 
 
 def codeact_system(agent_system: str, functions: str) -> str:
@@ -199,14 +231,16 @@ HANDOFF_HEADER = "The conversation was transferred to you"
 USER_REQUEST_HEADING = "## The user's latest message"
 
 
-def handoff_prompt(from_agent: str, request: str) -> str:
+def handoff_assignment(from_agent: str, request: str) -> Assignment:
     """What an agent reads when another agent hands it the conversation in the middle of a
     turn: the conversation so far comes before it, the user's latest message is repeated."""
-    return (
+    text = (
         f"{HANDOFF_HEADER} by {from_agent}. Continue it: answer the user's latest message "
         "yourself, or transfer the conversation to a teammate better suited.\n\n"
         f"{USER_REQUEST_HEADING}\n{request}"
     )
+    brief = Brief(role="agent", request=request, task=request, handoff_from=from_agent)
+    return Assignment(text, brief)
 
 
 # --- collaborative: plan → research → write → review ---
@@ -222,26 +256,35 @@ def _blocks(*pairs: tuple[str, str]) -> list[tuple[str, str]]:
     return [(label, text.strip()) for label, text in pairs if text.strip()]
 
 
-def collab_plan_prompt(request: str) -> str:
-    return (
+def _collab(
+    request: str, task: str, purpose: Purpose, context: list[tuple[str, str]]
+) -> Assignment:
+    brief = Brief(role="agent", request=request, task=task, context=tuple(context), purpose=purpose)
+    return Assignment(worker_prompt(task, context), brief)
+
+
+def collab_plan(request: str) -> Assignment:
+    task = (
         f"{request}\n\n{PLAN_INSTRUCTION} list the points it must cover, in order, in a few "
         "short lines. Do not write the answer itself."
     )
+    return _collab(request, task, "outline", [])
 
 
-def collab_research_prompt(request: str, plan: str, feedback: str = "") -> str:
+def collab_research(request: str, plan: str, feedback: str = "") -> Assignment:
     task = (
         f"{request}\n\nResearch the facts needed to answer the request above. Quote what you "
         "find and name the source of every fact."
     )
     if feedback.strip():
         task += " The reviewer asked for changes: find what they need."
-    return worker_prompt(task, _blocks(("plan", plan), ("reviewer feedback", feedback)))
+    context = _blocks(("plan", plan), ("reviewer feedback", feedback))
+    return _collab(request, task, "research", context)
 
 
-def collab_write_prompt(
+def collab_write(
     request: str, plan: str, research: str, draft: str = "", feedback: str = ""
-) -> str:
+) -> Assignment:
     task = (
         f"{request}\n\n{WRITE_INSTRUCTION} following the plan and using the research below; "
         "keep every claim traceable to the research."
@@ -254,10 +297,10 @@ def collab_write_prompt(
         ("previous draft", draft),
         ("reviewer feedback", feedback),
     )
-    return worker_prompt(task, context)
+    return _collab(request, task, "draft", context)
 
 
-def collab_review_prompt(request: str, research: str, draft: str) -> str:
+def collab_review(request: str, research: str, draft: str) -> Assignment:
     """The draft comes last, so everything after its heading is the draft."""
     task = (
         f"{REVIEW_HEADER} {request}\n\nCheck that the draft answers the request, is correct and "
@@ -266,4 +309,6 @@ def collab_review_prompt(request: str, research: str, draft: str) -> str:
     )
     blocks = "\n\n".join(f"### {label}\n{text}" for label, text in _blocks(("research", research)))
     head = f"{task}\n\n{CONTEXT_HEADING}\n\n" + (f"{blocks}\n\n" if blocks else "")
-    return f"{head}### {DRAFT_LABEL}\n{draft.strip()}"
+    context = (*_blocks(("research", research)), (DRAFT_LABEL, draft.strip()))
+    brief = Brief(role="agent", request=request, task=task, context=context, purpose="review")
+    return Assignment(f"{head}### {DRAFT_LABEL}\n{draft.strip()}", brief)

@@ -6,14 +6,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from teamgraph.events import RunStatus, TokenUsage
+from teamgraph.events import PlannerTier, RunStatus, StepState, TokenUsage
+from teamgraph.plan import Plan
 
 
 class StepResult(BaseModel):
     id: str
     worker: str
     task: str
-    status: str
+    status: StepState
     output: str = ""
     error: str = ""
     elapsed_s: float = 0.0
@@ -21,16 +22,19 @@ class StepResult(BaseModel):
 
 
 class RunResult(BaseModel):
-    """Status, final output, per-step results, usage and cost of one run."""
+    """Status, final output, plan and per-step results, shared state, usage and cost of one run."""
 
     run_id: str
     thread_id: str
     status: RunStatus
     output: str = ""
     error: str = ""
-    planner_tier: str | None = None
-    plan: dict[str, Any] | None = None
+    planner_tier: PlannerTier | None = None
+    plan: Plan | None = None
     steps: list[StepResult] = Field(default_factory=list)
+    shared_state: dict[str, Any] | None = Field(
+        default=None, description="The team's shared state as the run left it (initial_state)."
+    )
     usage: TokenUsage = Field(default_factory=TokenUsage)
     usage_by_agent: dict[str, TokenUsage] = Field(default_factory=dict)
 

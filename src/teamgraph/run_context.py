@@ -5,56 +5,68 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 
-from teamgraph.events import BaseEvent
+from teamgraph.events import BaseEvent, TokenUsage
+from teamgraph.journal import Journal
 from teamgraph.ledger import StepLedger
+from teamgraph.llm.cassette import Cassette
 from teamgraph.llm.provider import ModelProvider
 from teamgraph.llm.usage import UsageTracker
+from teamgraph.pauses import ApprovalRequest, Decision
 from teamgraph.specs.agent import AgentSpec
-from teamgraph.specs.team import TeamSpec
+from teamgraph.specs.team import RetryOptions, TeamSpec
 from teamgraph.tools.registry import ToolRegistry, ToolResources
 
 E = TypeVar("E", bound=BaseEvent)
 
 
+class Seqs(Protocol):
+    """Where an emitter's seqs come from (a run store's :class:`SeqBlock` keeps them durable)."""
+
+    last: int
+
+    def next(self) -> int: ...
+
+
+class Counter:
+    """Seqs from 1, kept nowhere: for an emitter whose events are not stored."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def next(self) -> int:
+        self.last += 1
+        return self.last
+
+
 class Emitter:
-    """Stamps events with the run id, the next ``seq`` and a path, and hands them to a sink.
-
-    ``seq`` must keep increasing across a crash, so the emitter reserves numbers ahead in blocks
-    (``reserve(upto)`` persists the high-water mark, asynchronously, half a block early); a
-    resumed run starts above anything the crashed process could have emitted. ``reserved``: a
-    high-water mark already persisted (with the run row), so the first events need no write."""
-
-    BLOCK = 1000
+    """Stamps events with the run id, the next ``seq`` and a path, and hands them to a sink."""
 
     def __init__(
         self,
         run_id: str,
         sink: Callable[[BaseEvent], None],
-        start_seq: int = 0,
+        seqs: Seqs | None = None,
         parent_id: str | None = None,
-        reserve: Callable[[int], None] | None = None,
-        reserved: int | None = None,
     ) -> None:
         self.run_id = run_id
         self.sink = sink
-        self.seq = start_seq
-        self.reserved = max(start_seq, reserved or 0)
+        self.seqs = seqs or Counter()
         self.parent_id = parent_id
-        self.reserve = reserve
+
+    @property
+    def seq(self) -> int:
+        """The last seq handed out."""
+        return self.seqs.last
 
     def emit(self, cls: type[E], path: list[str], parent_id: str | None = None, **fields: Any) -> E:
-        self.seq += 1
-        if self.reserve is not None and self.seq >= self.reserved - self.BLOCK // 2:
-            self.reserved = max(self.reserved, self.seq) + self.BLOCK
-            self.reserve(self.reserved)
         event = cls(
             run_id=self.run_id,
-            seq=self.seq,
+            seq=self.seqs.next(),
             path=path,
             parent_id=parent_id or self.parent_id,
             **fields,
@@ -75,24 +87,45 @@ class RunContext:
     tools: ToolRegistry
     tool_resources: ToolResources
     ledger: StepLedger
+    journal: Journal
     usage: UsageTracker
     templates: dict[str, Any] = field(default_factory=dict)
     shared_state: dict[str, Any] = field(default_factory=dict)  # see adopt_state
     approvals: bool = True  # sensitive tool calls pause the run for a human decision
-    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # approval id -> decision
-    pending: list[dict[str, Any]] = field(default_factory=list)  # approvals asked in this pass
+    decisions: dict[str, Decision] = field(default_factory=dict)  # by approval request id
+    pending: list[ApprovalRequest] = field(default_factory=list)  # approvals asked in this pass
     sandbox: Any = None  # teamgraph.sandbox.Sandbox, created on first use by codeact agents
     store: Any = None  # a LangGraph BaseStore for notes shared across agents and threads
     user_id: str = "default"
     path: tuple[str, ...] = ()  # team → nested team; empty means (team.name,)
     parent_id: str | None = None  # the step or agent a nested team works for
     scope: str = ""  # key prefix of ledger records; empty means run_id
+    steps_above: tuple[str, ...] = ()  # the steps of enclosing teams this team works for
     closed: bool = False  # the run row already records how this execution ended
+    cassette: Cassette | None = None  # the run's recording (being written, or replayed)
     _tool_cache: dict[str, list[BaseTool]] = field(default_factory=dict)
 
     def emit(self, cls: type[E], *path: str, **fields: Any) -> E:
         base = list(self.path or (self.team.name,))
         return self.emitter.emit(cls, [*base, *path], parent_id=self.parent_id, **fields)
+
+    @property
+    def retry(self) -> RetryOptions:
+        """How transient model errors are retried (one setting for every pattern)."""
+        return self.team.retry
+
+    def site(self, name: str) -> str:
+        """Where a call is made, stable from run to run: team path, then the step or agent."""
+        return "/".join((*(self.path or (self.team.name,)), name))
+
+    def step_keys(self, step_id: str | None) -> tuple[str, ...]:
+        """The usage keys of a step of this team: its own and every enclosing step's."""
+        chain = (*self.steps_above, step_id) if step_id is not None else self.steps_above
+        return tuple("/".join(chain[: i + 1]) for i in range(len(chain)))
+
+    def step_usage(self, step_id: str) -> TokenUsage:
+        """What a step of this team has spent, its nested teams' work included."""
+        return self.usage.by_step[self.step_keys(step_id)[-1]]
 
     @property
     def ledger_key(self) -> str:
@@ -117,6 +150,7 @@ class RunContext:
             path=path,
             parent_id=parent_id,
             scope=f"{self.ledger_key}/{parent_id}/{team.name}",
+            steps_above=(*self.steps_above, parent_id),
             _tool_cache={},
         )
 

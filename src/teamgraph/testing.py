@@ -10,7 +10,9 @@
 * a callable ``(messages) -> response`` — computed from the conversation.
 
 ``FunctionChatModel(fn)`` calls ``fn(messages)`` for every turn (sync or async), for tests whose
-calls arrive in no fixed order, such as parallel workflow steps.
+calls arrive in no fixed order, such as parallel workflow steps. Inside ``fn``,
+:func:`current_brief` says what the request is for (planner, supervisor, an agent's task, ...),
+as data: answer by role without parsing prompts.
 """
 
 from __future__ import annotations
@@ -29,10 +31,18 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import BaseModel, PrivateAttr
 
+from teamgraph.brief import current_brief
 from teamgraph.errors import TransientModelError
 from teamgraph.llm._binding import BindsTools
 
-__all__ = ["FunctionChatModel", "ScriptExhausted", "ScriptedChatModel", "ToolCall", "transient"]
+__all__ = [
+    "FunctionChatModel",
+    "ScriptExhausted",
+    "ScriptedChatModel",
+    "ToolCall",
+    "current_brief",
+    "transient",
+]
 
 
 @dataclass

@@ -26,6 +26,8 @@ from teamgraph.server.logging import bind_run
 from teamgraph.server.ops import metrics_of
 from teamgraph.server.ratelimit import Limit, SlidingWindowLimiter, route_group
 from teamgraph.server.state import AppState
+from teamgraph.storage.direct import Direct
+from teamgraph.storage.run_store import SqlRunStore
 
 from .conftest import PASSWORD, make_user
 
@@ -222,6 +224,7 @@ async def test_health_degraded_when_the_database_is_down(
     backend = state_of(app).backend
     broken = create_async_engine(f"postgresql+psycopg://u@127.0.0.1:{closed_port()}/none")
     monkeypatch.setattr(backend, "engine", broken)
+    monkeypatch.setattr(backend, "runs", SqlRunStore(broken, Direct(broken)))
     try:
         response = await client.get("/health")
         assert response.status_code == 503
@@ -240,13 +243,15 @@ async def test_metrics(app: FastAPI, client: httpx.AsyncClient) -> None:
     state = state_of(app)
     for status in ("running", "completed", "completed"):
         await state.backend.runs.create(
-            id=uuid.uuid4().hex,
-            thread_id="t",
-            team_name="research",
-            team_spec={},
-            pattern="workflow",
-            input="hi",
-            status=status,
+            {
+                "id": uuid.uuid4().hex,
+                "thread_id": "t",
+                "team_name": "research",
+                "team_spec": {},
+                "pattern": "workflow",
+                "input": "hi",
+                "status": status,
+            }
         )
     metrics = metrics_of(state)
     assert metrics is metrics_of(app)

@@ -15,13 +15,12 @@ from langchain_core.tools import tool
 
 from teamgraph.config import Settings
 from teamgraph.events import AgentMessage
-from teamgraph.runtime.runner import SEQS_WITH_ROW
+from teamgraph.runtime.event_log import FLUSH_INTERVAL, EventLog, EventWriter, replay
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
-from teamgraph.server import run_log
 from teamgraph.server.app import create_app
-from teamgraph.server.run_log import FLUSH_INTERVAL, EventLog, EventWriter, replay, stored
 from teamgraph.server.state import AppState
+from teamgraph.storage.run_store import ROW_RESERVE
 
 from .conftest import User, make_session
 
@@ -82,9 +81,9 @@ async def sse(
 async def progressed(app: FastAPI, run_id: str) -> None:
     """Wait for the run's first model call: a run stopped before LangGraph's first checkpoint
     cannot resume (reported to the runner's owner)."""
-    engine = app.state.teamgraph.backend.engine
+    store = app.state.teamgraph.backend.runs
     for _ in range(500):
-        if [e async for e in stored(engine, run_id, 0) if e.type == "usage"]:
+        if [e async for e in _stored(store, run_id, 0) if e.type == "usage"]:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"run {run_id} made no progress")
@@ -331,48 +330,54 @@ async def test_shutdown_cancels_running_runs_which_resume_in_the_next_process(
 
 
 async def test_the_log_merges_stored_unstored_and_coming_events(app: FastAPI) -> None:
-    engine = app.state.teamgraph.backend.engine
+    store = app.state.teamgraph.backend.runs
     for n, pause in enumerate((0.0, 0.01, 0.03, 0.06)):
         run_id = f"log-{n}"
 
         def message(seq: int, run_id: str = run_id) -> AgentMessage:  # batched, not urgent
             return AgentMessage(run_id=run_id, seq=seq, agent="a", content=f"m{seq}")
 
-        writer = EventWriter(app.state.teamgraph.backend.direct)
+        writer = EventWriter(app.state.teamgraph.backend.runs)
         log = EventLog(writer)
         for seq in (1, 2, 3):
             log.add(message(seq))
         await asyncio.sleep(FLUSH_INTERVAL * 3)  # stored
         for seq in (4, 5, 6):
             log.add(message(seq))  # not stored yet
-        reader = asyncio.create_task(_collect(replay(engine, run_id, 1, log)))
+        reader = asyncio.create_task(_collect(replay(store, run_id, 1, log)))
         await asyncio.sleep(pause)  # the batch of 4-6 is written before, while or after reading
         for seq in (7, 8):
             log.add(message(seq))
         await log.close()
         log.end()
         assert await reader == [2, 3, 4, 5, 6, 7, 8], pause
-        assert await _collect(stored(engine, run_id, 0)) == list(range(1, 9))
+        assert await _collect(_stored(store, run_id, 0)) == list(range(1, 9))
         assert not log.subscribers
 
 
+def _target(statement: Any) -> str:
+    """The table a statement writes, or ``notify`` for PostgreSQL's NOTIFY."""
+    table = getattr(statement, "table", None)
+    return "notify" if table is None else str(table.name)
+
+
 class HeldWrites:
-    """The backend's writes, held back while ``held`` is set: events stay unstored."""
+    """The run store's event writes, held back while ``free`` is clear: events stay unstored."""
 
     def __init__(self, app: FastAPI) -> None:
-        self.direct = app.state.teamgraph.backend.direct
+        self.store = app.state.teamgraph.backend.runs
         self.free = asyncio.Event()
         self.free.set()
 
-    async def run(self, statements: Any) -> None:
+    async def append(self, events: Any) -> None:
         await self.free.wait()
-        await self.direct.run(statements)
+        await self.store.append(events)
 
 
 async def test_readers_get_unstored_events_from_memory_and_older_ones_from_the_database(
     app: FastAPI, monkeypatch: Any
 ) -> None:
-    engine = app.state.teamgraph.backend.engine
+    store = app.state.teamgraph.backend.runs
     monkeypatch.setattr(EventLog, "KEEP", 2)  # stored events leave memory quickly
     writes = HeldWrites(app)
     log = EventLog(EventWriter(writes))  # type: ignore[arg-type]
@@ -388,11 +393,11 @@ async def test_readers_get_unstored_events_from_memory_and_older_ones_from_the_d
     for seq in (6, 7):
         log.add(message(seq))  # emitted, not stored: the writes are held
     await asyncio.sleep(FLUSH_INTERVAL * 2)
-    assert await _collect(stored(engine, "held", 0)) == [1, 2, 3, 4, 5]
+    assert await _collect(_stored(store, "held", 0)) == [1, 2, 3, 4, 5]
 
     # Last-Event-ID below the floor, between the floor and the last stored event, after it
     readers = {
-        after: asyncio.create_task(_collect(replay(engine, "held", after, log)))
+        after: asyncio.create_task(_collect(replay(store, "held", after, log)))
         for after in range(8)
     }
     await asyncio.sleep(0.05)
@@ -403,24 +408,24 @@ async def test_readers_get_unstored_events_from_memory_and_older_ones_from_the_d
         assert await reader == list(range(after + 1, 9)), after
     writes.free.set()
     await log.close()
-    assert await _collect(stored(engine, "held", 0)) == list(range(1, 9))
+    assert await _collect(_stored(store, "held", 0)) == list(range(1, 9))
 
 
 async def test_a_run_is_accepted_in_one_write_and_streams_before_its_events_are_stored(
     client: httpx.AsyncClient, app: FastAPI, alice: User, monkeypatch: Any
 ) -> None:
     backend = app.state.teamgraph.backend
-    manager = app.state.teamgraph.extras["runs"]
+    manager = app.state.teamgraph.runs
     writes = HeldWrites(app)
     transactions: list[list[str]] = []
 
     direct_run = backend.direct.run
 
     async def run(statements: Any) -> None:
-        transactions.append([statement.table.name for statement, _ in statements])
+        transactions.append([_target(statement) for statement, _ in statements])
         await direct_run(statements)
 
-    monkeypatch.setattr(manager._writer, "writes", writes)  # the events' writes are held
+    monkeypatch.setattr(manager._writer, "store", writes)  # the events' writes are held
     monkeypatch.setattr(backend.direct, "run", run)
     slow = {"name": "slow", "model_kwargs": {"latency": 0.2}, "members": ["researcher", "writer"]}
     sid = (await make_session(client, alice, team=serve(app, slow)))["session_id"]
@@ -428,19 +433,23 @@ async def test_a_run_is_accepted_in_one_write_and_streams_before_its_events_are_
     run_id = await start(client, alice, sid, REQUEST)
     assert transactions == [["runs", "messages"]]  # one transaction, before the 202
     row = await backend.runs.get(run_id)
-    assert (row.session_id, row.status, row.last_seq) == (sid, "running", SEQS_WITH_ROW)  # reserved
+    assert (row.session_id, row.status, row.last_seq) == (sid, "running", ROW_RESERVE)  # reserved
     assert row.user_id and await messages(app, sid) == [("user", REQUEST)]
 
     events = manager.events(run_id, 0)  # what the SSE route streams
     first = await anext(events)
     assert (first.type, first.seq) == ("run_started", 1)
-    assert await _collect(stored(backend.engine, run_id, 0)) == []  # served from memory
+    assert await _collect(_stored(backend.runs, run_id, 0)) == []  # served from memory
     await events.aclose()
     writes.free.set()
     events = await sse(client, alice, run_id)
     assert events[-1]["event"] == "run_completed"
     assert [e["id"] for e in events] == list(range(1, len(events) + 1))
-    assert [e.seq async for e in stored(backend.engine, run_id, 0)] == [e["id"] for e in events]
+    assert [e.seq async for e in _stored(backend.runs, run_id, 0)] == [e["id"] for e in events]
+
+
+def _stored(store: Any, run_id: str, after: int) -> Any:
+    return store.events(run_id, after)
 
 
 async def _collect(events: AsyncIterator[Any]) -> list[int]:
@@ -477,7 +486,7 @@ async def test_shared_notes_are_per_user_on_the_server(
         responses=[ToolCall("search_notes", {"query": "secret blue"}), lambda m: str(m[-1].content)]
     )
     state.teams["memo"] = Team.from_dict(spec, settings=state.settings, model=searcher)
-    state.extras["runs"]._runners.pop("memo", None)
+    state.runs._runners.pop("memo", None)
     bob_session = await make_session(client, bob, team="memo")
     started = await client.post(
         f"/api/v1/sessions/{bob_session['session_id']}/runs",
@@ -516,23 +525,23 @@ async def test_a_run_that_cannot_prepare_fails_with_the_reason_in_its_stream(
 async def test_a_writer_stopped_mid_write_never_leaves_close_waiting(
     app: FastAPI, monkeypatch: Any
 ) -> None:
-    engine = app.state.teamgraph.backend.engine
+    store = app.state.teamgraph.backend.runs
     calls = 0
-    real_append = run_log.append
+    real_append = store.append
 
-    async def append_once_cancelled(writes: Any, events: Any) -> None:
+    async def append_once_cancelled(events: Any) -> None:
         nonlocal calls
         calls += 1
         if calls == 1:
             raise asyncio.CancelledError  # the writer task dies in the middle of a write
-        await real_append(writes, events)
+        await real_append(events)
 
-    monkeypatch.setattr(run_log, "append", append_once_cancelled)
-    writer = EventWriter(app.state.teamgraph.backend.direct)
+    monkeypatch.setattr(store, "append", append_once_cancelled)
+    writer = EventWriter(store)
     first, second = EventLog(writer), EventLog(writer)
     first.add(AgentMessage(run_id="cut", seq=1, agent="a", content="lost"))
     await asyncio.wait_for(first.close(), 2)  # the batch counts as handled: close returns
     second.add(AgentMessage(run_id="kept", seq=1, agent="a", content="kept"))
     await asyncio.wait_for(second.close(), 2)  # a new writer task takes the next batch
-    assert await _collect(stored(engine, "kept", 0)) == [1]
-    assert await _collect(stored(engine, "cut", 0)) == []
+    assert await _collect(_stored(store, "kept", 0)) == [1]
+    assert await _collect(_stored(store, "cut", 0)) == []

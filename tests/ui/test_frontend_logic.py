@@ -262,6 +262,73 @@ def test_markdown_renders_structure_and_never_markup_from_content(js: Any) -> No
     assert json.dumps(result["tags"]).count('"li"') == 2
 
 
+def test_the_vocabulary_is_the_servers(js: Any) -> None:
+    from teamgraph import status
+
+    vocab = js("vocab.js", "(m) => ({...m})")
+    for name in ("OPEN", "FINISHED", "PAUSED", "STOPPED"):
+        assert set(vocab[name]) == set(getattr(status, name)), name
+    assert vocab["END_EVENTS"] == list(status.END_EVENTS)
+    assert vocab["PAUSE_EVENTS"] == list(status.PAUSE_EVENTS)
+
+
+def python_view(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The CLI's fold of the same events, in the shape both folds share."""
+    from teamgraph.events import event_from_json
+    from teamgraph.runtime.view import RunView
+
+    view = RunView()
+    for event in events:
+        view.apply(event_from_json(json.dumps(event)))
+    return {
+        "status": view.status,
+        "output": view.output,
+        "tier": view.tier or None,
+        "steps": [(s.id, s.state, s.tokens) for s in view.steps.values()],
+        "tokens": view.usage.total_tokens,
+    }
+
+
+def js_view(state: dict[str, Any]) -> dict[str, Any]:
+    usage = state["usage"]
+    return {
+        "status": state["status"],
+        "output": state["output"],
+        "tier": (state["planner"] or {}).get("tier"),
+        "steps": [
+            (s["id"], s["state"], s["usage"]["input_tokens"] + s["usage"]["output_tokens"])
+            for s in state["plan"]
+        ],
+        "tokens": usage["input_tokens"] + usage["output_tokens"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("team_file", "request_text"),
+    [
+        ("research.yaml", "Compare PostgreSQL and MongoDB on performance and cost"),
+        ("hierarchical.yaml", "Compare PostgreSQL and MongoDB on security"),
+        ("swarm.yaml", "How does PostgreSQL handle MVCC?"),
+        ("notebook.yaml", "help"),
+    ],
+)
+def test_the_python_and_js_folds_agree(
+    js: Any, tmp_path_factory: pytest.TempPathFactory, team_file: str, request_text: str
+) -> None:
+    events = _events(team_file, request_text, tmp_path_factory.mktemp("parity"))
+    for count in sorted({len(events) // 3, len(events) // 2, len(events)}):
+        assert python_view(events[:count]) == js_view(fold(js, events, count)), count
+
+
+def test_the_folds_agree_on_a_failed_and_a_cancelled_run(js: Any) -> None:
+    start = _event(1, "run_started", ["t"], team="t", pattern="single", input="go", thread_id="r")
+    for end in (
+        _event(2, "run_failed", ["t"], error="TimeoutError: the model did not answer"),
+        _event(2, "run_cancelled", ["t"], reason="cancelled"),
+    ):
+        assert python_view([start, end]) == js_view(fold(js, [start, end]))
+
+
 def _event(seq: int, kind: str, path: list[str], **fields: Any) -> dict[str, Any]:
     return {
         "run_id": "r",

@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
-from teamgraph.agents.base import AgentExtras, AgentOutcome, AgentTurn
+from teamgraph.agents.base import AgentExtras, AgentOutcome, AgentRunner
 from teamgraph.agents.codeact import run_codeact_agent
 from teamgraph.agents.function import run_function_agent
 from teamgraph.agents.react import run_react_agent
 from teamgraph.agents.structured import structured_answer
+from teamgraph.brief import Assignment
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 
-RUNNERS = {
+RUNNERS: dict[str, AgentRunner] = {
     "function": run_function_agent,
     "react": run_react_agent,
     "codeact": run_codeact_agent,
@@ -20,19 +21,17 @@ RUNNERS = {
 
 async def run_agent(
     agent: AgentSpec,
-    prompt: str,
+    assignment: Assignment,
     ctx: RunContext,
     step_id: str | None = None,
     extras: AgentExtras | None = None,
 ) -> AgentOutcome:
-    """Run ``agent`` on ``prompt`` with the loop of its kind, then shape its structured output.
-    ``extras`` carries the conversation so far and pattern tools (handoffs)."""
-    outcome = await RUNNERS[agent.kind](agent, prompt, ctx, step_id, extras)
+    """Run ``agent`` on ``assignment`` with the loop of its kind, then shape its structured
+    output. ``extras`` carries the conversation so far and pattern tools (handoffs)."""
+    outcome = await RUNNERS[agent.kind](agent, assignment, ctx, step_id, extras)
     if agent.output_schema is None or outcome.handoff:
         return outcome
-    model, model_name = ctx.models.for_agent(ctx.team, agent)
-    turn = AgentTurn(agent, ctx, model, model_name, outcome.messages, step_id)
-    return await structured_answer(turn, outcome)
+    return await structured_answer(outcome)
 
 
 __all__ = ["RUNNERS", "AgentExtras", "AgentOutcome", "run_agent"]

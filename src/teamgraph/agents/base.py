@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -14,19 +14,20 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    message_to_dict,
-    messages_from_dict,
 )
 
 from teamgraph import prompts
-from teamgraph.agents._model_call import call_model
-from teamgraph.agents.toolbox import Toolbox
+from teamgraph.agents.toolbox import Toolbox, call_properties
+from teamgraph.brief import Assignment, Brief, ToolInfo
 from teamgraph.errors import AgentFailed, MaxIterationsExceeded
-from teamgraph.events import AgentMessage
+from teamgraph.events import AgentMessage, AgentStarted
+from teamgraph.journal import JournalKey
+from teamgraph.llm.call import Caller, Schema, ask, ask_structured, schema_name
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 
 EMPTY_REPLY_NOTICE = "Your last reply was empty. Answer the task now, or call one of your tools."
+TEXT_PROTOCOLS = ("react", "codeact")  # kinds that offer tools in the prompt, not natively
 
 
 @dataclass
@@ -37,6 +38,18 @@ class AgentOutcome:
     messages: list[BaseMessage]
     structured: Any = None
     handoff: str | None = None  # the agent handed control to this agent (swarm)
+    start: int = 0  # messages[start] is the task; the agent's own messages follow it
+    turn: AgentTurn | None = None  # the turn that produced it (a nested team has none)
+
+    @property
+    def task(self) -> list[BaseMessage]:
+        """The task message (empty for a nested team, which keeps no transcript)."""
+        return self.messages[self.start : self.start + 1]
+
+    @property
+    def added(self) -> list[BaseMessage]:
+        """What the agent said and heard after its task: replies, tool calls and results."""
+        return self.messages[self.start + 1 :] if self.messages else []
 
 
 @dataclass
@@ -49,7 +62,7 @@ class AgentExtras:
 
 @dataclass
 class AgentTurn:
-    """One agent working one prompt: its model, messages so far and where it reports."""
+    """One agent working one assignment: its model, messages so far and where it reports."""
 
     agent: AgentSpec
     ctx: RunContext
@@ -57,37 +70,45 @@ class AgentTurn:
     model_name: str
     messages: list[BaseMessage]
     step_id: str | None
+    brief: Brief
+    start: int = 0  # index of the task message
 
     calls: int = 0
 
     @property
-    def key(self) -> str:
+    def scope(self) -> JournalKey:
+        return JournalKey.task(self.ctx.task_scope(self.step_id or self.agent.name))
+
+    @property
+    def key(self) -> JournalKey:
         """Journal key of the latest model call."""
-        return f"{self.ctx.task_scope(self.step_id or self.agent.name)}/m{self.calls}"
+        return self.scope.model_call(self.calls)
+
+    def caller(self, model: Any = None) -> Caller:
+        return Caller(self.agent.name, model or self.model, self.model_name, self.step_id)
 
     async def ask(self, model: Any = None) -> AIMessage:
-        """One model call — replayed from the journal if an earlier attempt made it already."""
+        """One model call (``model``: the agent's model bound to its tools, say). The agent is
+        announced (``agent_started``) before its first call — unless that call is replayed:
+        the execution that made it announced it."""
         self.calls += 1
-        key = self.key
-        saved = await self.ctx.ledger.recall(key)
-        if saved is not None:
-            restored = messages_from_dict([json.loads(saved)])[0]
-            assert isinstance(restored, AIMessage)
-            return restored
-        reply = await call_model(
-            model or self.model,
-            self.messages,
-            self.ctx,
-            agent=self.agent.name,
-            model_name=self.model_name,
-            step_id=self.step_id,
-        )
-        await self.ctx.ledger.record(key, json.dumps(message_to_dict(reply)))
-        return reply
+        fresh = self._announce if self.calls == 1 else None
+        caller = self.caller(model)
+        return await ask(self.ctx, caller, self.messages, self.key, self.brief, fresh)
+
+    def _announce(self) -> None:
+        name = self.agent.name
+        self.ctx.emit(AgentStarted, name, agent=name, step_id=self.step_id)
+
+    async def ask_structured(self, schema: Schema, messages: list[BaseMessage]) -> Any:
+        """The answer as ``schema`` (one more call if the first reply is invalid)."""
+        self.calls += 1
+        brief = replace(self.brief, role="structured", schema=schema_name(schema))
+        return await ask_structured(self.ctx, self.caller(), messages, schema, self.key, brief)
 
     def handoff(self, target: str) -> AgentOutcome:
         """The agent transferred control to ``target`` (its last messages are the handoff)."""
-        return AgentOutcome("", self.messages, handoff=target)
+        return AgentOutcome("", self.messages, handoff=target, start=self.start, turn=self)
 
     def finish(self, output: str) -> AgentOutcome:
         self.ctx.emit(
@@ -97,12 +118,12 @@ class AgentTurn:
             content=output,
             step_id=self.step_id,
         )
-        return AgentOutcome(output, self.messages)
+        return AgentOutcome(output, self.messages, start=self.start, turn=self)
 
 
 def open_turn(
     agent: AgentSpec,
-    prompt: str,
+    assignment: Assignment,
     ctx: RunContext,
     step_id: str | None,
     extras: AgentExtras | None,
@@ -113,12 +134,13 @@ def open_turn(
     extras = extras or AgentExtras()
     model, model_name = ctx.models.for_agent(ctx.team, agent)
     toolbox = Toolbox([*ctx.tools_for(agent), *extras.tools], ctx, agent.name, step_id)
-    messages = first_messages(agent, prompt, ctx, system(toolbox), extras.history)
-    return AgentTurn(agent, ctx, model, model_name, messages, step_id), toolbox
+    messages = first_messages(assignment.text, ctx, system(toolbox), extras.history)
+    brief = replace(assignment.brief, agent_kind=agent.kind, tools=_text_tools(agent, toolbox))
+    turn = AgentTurn(agent, ctx, model, model_name, messages, step_id, brief, len(messages) - 1)
+    return turn, toolbox
 
 
 def first_messages(
-    agent: AgentSpec,
     prompt: str,
     ctx: RunContext,
     system: str,
@@ -135,6 +157,15 @@ def apply_state_prompt(msg: str, ctx: RunContext) -> str:
         return msg
     state = json.dumps(ctx.shared_state, ensure_ascii=False, indent=2, default=str)
     return ctx.team.state_prompt.replace("{state}", state).replace("{msg}", msg)
+
+
+def _text_tools(agent: AgentSpec, toolbox: Toolbox) -> tuple[ToolInfo, ...]:
+    """The tools a text protocol offers in its prompt (native tool calling needs none here)."""
+    if agent.kind not in TEXT_PROTOCOLS:
+        return ()
+    return tuple(
+        ToolInfo(t.name, t.description, call_properties(t)) for t in toolbox.tools.values()
+    )
 
 
 def worker_system(agent: AgentSpec) -> str:
@@ -176,4 +207,6 @@ def flatten_tool_calls(messages: list[BaseMessage]) -> list[BaseMessage]:
     return out
 
 
-AgentRunner = Callable[[AgentSpec, str, RunContext, str | None], Awaitable[AgentOutcome]]
+AgentRunner = Callable[
+    [AgentSpec, Assignment, RunContext, str | None, AgentExtras | None], Awaitable[AgentOutcome]
+]

@@ -20,13 +20,15 @@ from teamgraph.agents.base import (
     worker_system,
 )
 from teamgraph.agents.toolbox import Toolbox
+from teamgraph.brief import Assignment
 from teamgraph.errors import SandboxUnavailable
 from teamgraph.events import ToolCalled, ToolReturned
+from teamgraph.faults import point
+from teamgraph.journal import JournalKey, ToolEntry
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 
 _CODE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
-RESULT_PREFIX = "Execution result:"
 
 
 def extract_code(text: str) -> str | None:
@@ -37,14 +39,14 @@ def extract_code(text: str) -> str | None:
 
 async def run_codeact_agent(
     agent: AgentSpec,
-    prompt: str,
+    assignment: Assignment,
     ctx: RunContext,
     step_id: str | None = None,
     extras: AgentExtras | None = None,
 ) -> AgentOutcome:
     turn, toolbox = open_turn(
         agent,
-        prompt,
+        assignment,
         ctx,
         step_id,
         extras,
@@ -61,45 +63,30 @@ async def run_codeact_agent(
         if code is None:
             return turn.finish(reply.text)
         result = await execute(code, toolbox, f"code_{iteration + 1}", turn.key)
-        turn.messages.append(HumanMessage(f"{RESULT_PREFIX}\n{result}"))
+        turn.messages.append(HumanMessage(prompts.code_result(result)))
     return await answer_at_limit(turn, _as_is)
 
 
-async def execute(code: str, toolbox: Toolbox, call_id: str, key: str) -> str:
-    """Run ``code`` in the run's sandbox, once: a replay returns the recorded result.
-    Refusals and failures come back as text."""
+async def execute(code: str, toolbox: Toolbox, call_id: str, key: JournalKey) -> str:
+    """Run ``code`` in the run's sandbox, once: a replay returns the recorded result (and is
+    not announced again). Refusals and failures come back as text."""
     ctx, agent, step_id = toolbox.ctx, toolbox.agent, toolbox.step_id
-    ctx.emit(
-        ToolCalled,
-        agent,
-        "python",
-        agent=agent,
-        tool="python",
-        call_id=call_id,
-        args={"code": code},
-        step_id=step_id,
-    )
-    saved = await ctx.ledger.recall(f"{key}.code")
+    saved = await ctx.journal.tool(key.code())
     if saved is not None:
-        text, is_error = json.loads(saved)
-    else:
-        text, is_error = await _run_code(code, toolbox, key)
-        await ctx.ledger.record(f"{key}.code", json.dumps([text, is_error]))
-    ctx.emit(
-        ToolReturned,
-        agent,
-        "python",
-        agent=agent,
-        tool="python",
-        call_id=call_id,
-        output=text,
-        is_error=is_error,
-        step_id=step_id,
-    )
-    return str(text)
+        return saved.content
+    common = {"agent": agent, "tool": "python", "call_id": call_id, "step_id": step_id}
+    if not await ctx.journal.was_announced(key.code()):
+        await ctx.journal.announce(key.code())
+        ctx.emit(ToolCalled, agent, "python", args={"code": code}, **common)
+    text, is_error = await _run_code(code, toolbox, key)
+    point("tool.done")
+    await ctx.journal.record_tool(key.code(), ToolEntry(text, is_error))
+    point("tool.journaled")
+    ctx.emit(ToolReturned, agent, "python", output=text, is_error=is_error, **common)
+    return text
 
 
-async def _run_code(code: str, toolbox: Toolbox, key: str) -> tuple[str, bool]:
+async def _run_code(code: str, toolbox: Toolbox, key: JournalKey) -> tuple[str, bool]:
     from teamgraph.sandbox import Sandbox
 
     ctx = toolbox.ctx
@@ -113,7 +100,7 @@ async def _run_code(code: str, toolbox: Toolbox, key: str) -> tuple[str, bool]:
     return str(result.to_text()), False
 
 
-def _bridge(toolbox: Toolbox, name: str, key: str) -> Callable[..., Awaitable[Any]]:
+def _bridge(toolbox: Toolbox, name: str, key: JournalKey) -> Callable[..., Awaitable[Any]]:
     """A tool as the sandbox calls it: its result (JSON decoded when it is JSON), or an
     exception carrying the error."""
     counter = 0
@@ -122,7 +109,7 @@ def _bridge(toolbox: Toolbox, name: str, key: str) -> Callable[..., Awaitable[An
         nonlocal counter
         counter += 1
         text, is_error = await toolbox.call(
-            name, kwargs, f"{name}_{counter}", f"{key}.{name}{counter}"
+            name, kwargs, f"{name}_{counter}", key.sandboxed_tool(name, counter)
         )
         if is_error:
             raise RuntimeError(text)

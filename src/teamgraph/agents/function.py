@@ -14,20 +14,23 @@ from teamgraph.agents.base import (
     open_turn,
     worker_system,
 )
+from teamgraph.brief import Assignment
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 
 
 async def run_function_agent(
     agent: AgentSpec,
-    prompt: str,
+    assignment: Assignment,
     ctx: RunContext,
     step_id: str | None = None,
     extras: AgentExtras | None = None,
 ) -> AgentOutcome:
     """Call the model; run the tools it asks for; repeat until it answers, hands off, or hits
     the limit."""
-    turn, toolbox = open_turn(agent, prompt, ctx, step_id, extras, lambda _: worker_system(agent))
+    turn, toolbox = open_turn(
+        agent, assignment, ctx, step_id, extras, lambda _: worker_system(agent)
+    )
     tools = list(toolbox.tools.values())
     bound = turn.model.bind_tools(tools) if tools else turn.model
     warned = False
@@ -38,7 +41,7 @@ async def run_function_agent(
             key = turn.key
             calls = reply.tool_calls
             results = await asyncio.gather(
-                *(toolbox.call_message(c, f"{key}.t{i}") for i, c in enumerate(calls))
+                *(toolbox.call_message(c, key.tool(i)) for i, c in enumerate(calls))
             )
             turn.messages.extend(results)
             if toolbox.handoff:

@@ -20,6 +20,7 @@ from teamgraph.agents.base import (
     worker_system,
 )
 from teamgraph.agents.toolbox import Toolbox, call_properties
+from teamgraph.brief import Assignment
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 
@@ -73,14 +74,14 @@ def _arguments(raw: str, single: str | None) -> dict[str, Any]:
 
 async def run_react_agent(
     agent: AgentSpec,
-    prompt: str,
+    assignment: Assignment,
     ctx: RunContext,
     step_id: str | None = None,
     extras: AgentExtras | None = None,
 ) -> AgentOutcome:
     turn, toolbox = open_turn(
         agent,
-        prompt,
+        assignment,
         ctx,
         step_id,
         extras,
@@ -97,16 +98,14 @@ async def run_react_agent(
         try:
             step = parse_react(reply.text, singles)
         except ParseError as exc:
-            turn.messages.append(
-                HumanMessage(f"Error while parsing the output: {exc}. Follow the format exactly.")
-            )
+            turn.messages.append(HumanMessage(prompts.react_format_error(str(exc))))
             continue
         if isinstance(step, str):
             return turn.finish(step)
         result, _ = await toolbox.call(
-            step.tool, step.args, f"react_{turn.calls}", f"{turn.key}.t0"
+            step.tool, step.args, f"react_{turn.calls}", turn.key.tool(0)
         )
-        turn.messages.append(HumanMessage(f"Observation: {result}"))
+        turn.messages.append(HumanMessage(prompts.observation(result)))
         if toolbox.handoff:
             return turn.handoff(toolbox.handoff)
     return await answer_at_limit(turn, _as_is)

@@ -19,7 +19,11 @@ from pydantic import BaseModel
 
 from teamgraph.errors import ApprovalPending
 from teamgraph.events import ToolCalled, ToolReturned
+from teamgraph.faults import point
+from teamgraph.journal import JournalKey, ToolEntry
+from teamgraph.pauses import ApprovalRequest, Decision
 from teamgraph.run_context import RunContext
+from teamgraph.tools.handoff import transferred
 
 STATE_ARG = "state"
 
@@ -47,24 +51,30 @@ class Toolbox:
         return "\n".join(lines) or "- (no tools)"
 
     async def call(
-        self, name: str, args: dict[str, Any], call_id: str, key: str
+        self, name: str, args: dict[str, Any], call_id: str, key: JournalKey
     ) -> tuple[str, bool]:
         """Run one call; returns ``(text, is_error)`` and emits tool_called / tool_returned.
 
         ``key`` names the call in the run's journal: a call an earlier attempt made (before a
-        crash or a pause) returns its recorded result and is not executed again."""
-        self._emit(ToolCalled, name, call_id=call_id, args=args)
-        saved = await self.ctx.ledger.recall(key)
-        if saved is not None:
-            content, is_error, goto = json.loads(saved)
-        else:
-            content, is_error, goto = await self._invoke(name, args, call_id, key)
-            await self.ctx.ledger.record(key, json.dumps([content, is_error, goto]))
-        self.handoff = goto or self.handoff
-        self._emit(ToolReturned, name, call_id=call_id, output=content, is_error=is_error)
-        return str(content), bool(is_error)
+        crash or a pause) returns its recorded result, is not executed again, and is not
+        announced again (its events went out with that attempt)."""
+        journal = self.ctx.journal
+        entry = await journal.tool(key)
+        if entry is None:
+            if not await journal.was_announced(key):  # e.g. waiting for approval before
+                await journal.announce(key)
+                self._emit(ToolCalled, name, call_id=call_id, args=args)
+            entry = await self._invoke(name, args, call_id, key.text)
+            point("tool.done")
+            await journal.record_tool(key, entry)
+            point("tool.journaled")
+            self._emit(
+                ToolReturned, name, call_id=call_id, output=entry.content, is_error=entry.is_error
+            )
+        self.handoff = entry.goto or self.handoff
+        return entry.content, entry.is_error
 
-    async def call_message(self, call: ToolCall, key: str) -> ToolMessage:
+    async def call_message(self, call: ToolCall, key: JournalKey) -> ToolMessage:
         call_id = call.get("id") or ""
         content, is_error = await self.call(call["name"], call["args"], call_id, key)
         status = "error" if is_error else "success"
@@ -75,44 +85,58 @@ class Toolbox:
             cls, self.agent, tool, agent=self.agent, tool=tool, step_id=self.step_id, **fields
         )
 
-    async def _invoke(
-        self, name: str, args: dict[str, Any], call_id: str, key: str
-    ) -> tuple[str, bool, str | None]:
+    async def _invoke(self, name: str, args: dict[str, Any], call_id: str, key: str) -> ToolEntry:
         tool = self.tools.get(name)
         if tool is None:
             names = ", ".join(self.names) or "none"
-            return f"Tool {name} not found. Available: {names}", True, None
+            return ToolEntry(f"Tool {name} not found. Available: {names}", is_error=True)
         if self._sensitive(tool):
             decision = self._decision(name, args, call_id, key)
-            if decision.get("action") == "reject":
-                comment = decision.get("comment") or "no reason given"
-                return f"The user rejected this call to {name}: {comment}", True, None
-            if decision.get("action") == "edit":
-                args = dict(decision.get("args") or {})
+            if decision.action == "reject":
+                comment = decision.comment or "no reason given"
+                return ToolEntry(f"The user rejected this call to {name}: {comment}", True)
+            if decision.action == "edit":
+                args = dict(decision.args or {})
                 self._emit(ToolCalled, name, call_id=call_id, args=args)  # what really runs
+        return await self._run_or_replay(tool, args, key)
+
+    async def _run_or_replay(self, tool: BaseTool, args: dict[str, Any], key: str) -> ToolEntry:
+        """The tool's result: from the run's recording when replaying one, else by running it
+        (and recording it when recording)."""
+        cassette = self.ctx.cassette
+        site = f"{self.ctx.site(self.step_id or self.agent)}:{key.rsplit('/', 1)[-1]}"
+        if cassette is not None and cassette.replaying:
+            content, is_error, goto = cassette.tool_result(site, tool.name, args)
+            return ToolEntry(content, is_error, goto)
+        entry = await self._run(tool, args)
+        if cassette is not None:
+            cassette.record_tool(site, tool.name, args, entry.content, entry.is_error, entry.goto)
+        return entry
+
+    async def _run(self, tool: BaseTool, args: dict[str, Any]) -> ToolEntry:
         try:
             result = await tool.ainvoke(self._with_state(tool, args))
         except Exception as exc:  # a tool's failure is the agent's information, not a crash
-            return f"Error: {type(exc).__name__}: {exc}", True, None
+            return ToolEntry(f"Error: {type(exc).__name__}: {exc}", is_error=True)
         if isinstance(result, Command) and isinstance(result.goto, str):
-            return f"Successfully transferred to {result.goto}", False, result.goto
-        return as_text(result), False, None
+            return ToolEntry(transferred(result.goto), goto=result.goto)
+        return ToolEntry(as_text(result))
 
-    def _decision(self, name: str, args: dict[str, Any], call_id: str, key: str) -> dict[str, Any]:
+    def _decision(self, name: str, args: dict[str, Any], call_id: str, key: str) -> Decision:
         """The human's decision on this call, or pause the run to ask for one."""
         if not self.ctx.approvals:
-            return {"action": "reject", "comment": "approvals are disabled for this run"}
+            return Decision.reject("approvals are disabled for this run")
         decision = self.ctx.decisions.get(key)
         if decision is None:
             self.ctx.pending.append(
-                {
-                    "id": key,
-                    "agent": self.agent,
-                    "tool": name,
-                    "args": args,
-                    "call_id": call_id,
-                    "step_id": self.step_id,
-                }
+                ApprovalRequest(
+                    id=key,
+                    agent=self.agent,
+                    tool=name,
+                    args=args,
+                    call_id=call_id,
+                    step_id=self.step_id,
+                )
             )
             raise ApprovalPending(key)
         return decision

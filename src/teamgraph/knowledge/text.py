@@ -10,33 +10,22 @@ phrase queries over overlapping character bigrams, e.g. ``数据库`` -> ``"数�
 unsegmented Chinese queries still match. (The ``trigram`` tokenizer was the alternative; it cannot
 match queries shorter than three characters, and two-character Chinese words are very common.)
 
-**Queries.** User text is never passed to ``MATCH`` as is. It is cut into word and CJK terms,
-English stop words are dropped, and every term is double-quoted, which makes FTS5 operators,
-``*``, ``-``, parentheses and quotes plain text; the terms are joined with ``OR``.
+**Queries.** User text is never passed to ``MATCH`` as is. It is cut into word and CJK terms by
+:mod:`teamgraph.text` (the same cut as routing and the notes search; words unstemmed, as the
+index stores them), stop words are dropped, and every term is double-quoted, which makes FTS5
+operators, ``*``, ``-``, parentheses and quotes plain text; the terms are joined with ``OR``.
 """
 
 from __future__ import annotations
 
 import re
 
+from teamgraph.text import CJK_RANGES, search_terms
+
 ZERO_WIDTH_SPACE = "\u200b"
 MAX_QUERY_TERMS = 32
 
-_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
-_CJK_CHAR = re.compile(f"[{_CJK_RANGES}]")
-_TERM = re.compile(f"[{_CJK_RANGES}]+|[^\\W_{_CJK_RANGES}]+")
-
-_CJK_STOP_CHARS = frozenset("的了和与及或是在也就都而把被这那之其")
-_STOP_WORDS_TEXT = """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just me more most my myself no nor not of off on once only or other our ours ourselves out over
-    own same she should so some such than that the their theirs them themselves then there these
-    they this those through to too under until up very was we were what when where which while who
-    whom why will with would you your yours yourself yourselves
-"""
-STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
 
 
 def mark_cjk(text: str) -> str:
@@ -51,15 +40,9 @@ def unmark_cjk(text: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """Split free user text into search terms: lower-cased words without stop words, and
-    CJK bigrams. Duplicates are removed; at most :data:`MAX_QUERY_TERMS` terms are kept."""
-    terms: list[str] = []
-    for token in _TERM.findall(query):
-        if _CJK_CHAR.match(token):
-            terms.extend(_cjk_terms(token))
-        elif token.lower() not in STOP_WORDS:
-            terms.append(token.lower())
-    return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
+    """The search terms of free user text (:func:`teamgraph.text.search_terms`), at most
+    :data:`MAX_QUERY_TERMS` of them."""
+    return search_terms(query)[:MAX_QUERY_TERMS]
 
 
 def build_match_query(query: str) -> str | None:
@@ -77,10 +60,3 @@ def _quote(term: str) -> str:
     """FTS5 string literal: inside double quotes everything is text ("" escapes a quote)."""
     escaped = term.replace('"', '""')
     return f'"{escaped}"'
-
-
-def _cjk_terms(run: str) -> list[str]:
-    """Overlapping bigrams of a CJK run; a lone character unless it is a particle."""
-    if len(run) == 1:
-        return [] if run in _CJK_STOP_CHARS else [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]

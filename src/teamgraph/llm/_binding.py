@@ -11,8 +11,6 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from teamgraph.planning.routing import WorkerInfo
-
 
 class BindsTools(BaseChatModel):
     """``bind_tools`` as real providers do: tools become OpenAI-format schemas passed to
@@ -27,14 +25,3 @@ class BindsTools(BaseChatModel):
     ) -> Runnable[LanguageModelInput, AIMessage]:
         formatted = [convert_to_openai_tool(t) for t in tools]
         return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
-
-
-def listed_members(system: str, heading: str) -> list[WorkerInfo]:
-    """The ``- name: description`` lines under ``heading`` in one of teamgraph's prompts."""
-    section = system.split(heading, 1)[-1].split("\n## ", 1)[0]
-    members = []
-    for line in section.splitlines():
-        name, sep, desc = line.removeprefix("- ").partition(": ")
-        if line.startswith("- ") and sep:
-            members.append(WorkerInfo(name.strip(), desc.strip()))
-    return members

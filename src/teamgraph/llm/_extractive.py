@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from teamgraph.planning.routing import tokenize
+from teamgraph.text import tokenize
 
 OFFLINE_NOTICE = "_Offline model (rule-based, no LLM): extractive answer from {n} source(s)._"
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")

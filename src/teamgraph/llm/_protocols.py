@@ -1,74 +1,89 @@
-"""The offline model's side of the text protocols: ReAct and CodeAct."""
+"""The offline model's side of the text protocols: ReAct and CodeAct.
+
+The tools come from the request's brief; the protocol's own lines (``Observation:``,
+``Execution result:``) are the grammar both sides speak, defined once in the agents that use them.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from teamgraph import prompts
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from teamgraph.brief import Brief, ToolInfo
 from teamgraph.llm._extractive import OFFLINE_NOTICE, Source, extractive_answer
 from teamgraph.planning.routing import overlap_score
+from teamgraph.prompts import CODE_RESULT, OBSERVATION
 
-_TOOL_LINE = re.compile(r"^- (\S+): (.*?) Arguments: (\{.*\})\s*$", re.MULTILINE)
 _ARITHMETIC = re.compile(r"[-+(]*\d[\d.\s()+\-*/%]*[+\-*/%][\d.\s()+\-*/%]*\d\)*")
-RESULT_PREFIX = "Execution result:"
-OBSERVATION = "Observation:"
+Fill = Callable[[dict[str, Any], str], dict[str, Any]]
 
 
-def parse_tools(system: str) -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, description, argument properties) of each tool line in a protocol prompt."""
-    return [(n, d, json.loads(a)) for n, d, a in _TOOL_LINE.findall(system)]
-
-
-def choose(task: str, tools: list[tuple[str, str, dict[str, Any]]]) -> Any:
+def choose(task: str, tools: Sequence[ToolInfo]) -> ToolInfo | None:
     scored = [
-        (overlap_score(task, f"{n.replace('_', ' ')} {d}"), i) for i, (n, d, _) in enumerate(tools)
+        (overlap_score(task, f"{t.name.replace('_', ' ')} {t.description}"), i)
+        for i, t in enumerate(tools)
     ]
     best = max(scored, default=(0.0, -1))
     return tools[best[1]] if best[0] > 0 else None
 
 
-def react_reply(system: str, humans: list[str], fill: Any, sections: Any) -> str:
-    task, _, context = humans[0].partition(prompts.CONTEXT_HEADING)
-    observations = [
-        h.removeprefix(OBSERVATION).strip() for h in humans[1:] if h.startswith(OBSERVATION)
-    ]
-    tool = None if observations else choose(task, parse_tools(system))
+def replies(messages: Sequence[BaseMessage], prefix: str) -> list[str]:
+    """The protocol's answers to the agent since its task: human messages starting ``prefix``
+    after the last one that does not."""
+    found: list[str] = []
+    for message in reversed(messages):
+        if not isinstance(message, HumanMessage):
+            continue
+        if not message.text.startswith(prefix):
+            break
+        found.append(message.text.removeprefix(prefix).strip())
+    return found[::-1]
+
+
+def _arguments(tool: ToolInfo, task: str, fill: Fill) -> dict[str, Any]:
+    return fill({"properties": tool.arguments, "required": list(tool.arguments)}, task)
+
+
+def react_reply(brief: Brief, messages: Sequence[BaseMessage], fill: Fill) -> str:
+    observations = replies(messages, OBSERVATION)
+    tool = None if observations else choose(brief.task, brief.tools)
     if tool is not None:
-        name, _, props = tool
-        args = fill({"properties": props, "required": list(props)}, task, context)
-        return f"Thought: I should use {name}.\nAction: {name}\nAction Input: {json.dumps(args)}"
+        args = _arguments(tool, brief.task, fill)
+        return (
+            f"Thought: I should use {tool.name}.\nAction: {tool.name}\n"
+            f"Action Input: {json.dumps(args)}"
+        )
     found = [Source(f"observation {i + 1}", o) for i, o in enumerate(observations)]
+    context = [Source(label, text) for label, text in brief.context]
     return "Thought: I know the answer.\nFinal Answer: " + extractive_answer(
-        task, sections(context) + found
+        brief.task, context + found
     )
 
 
-def codeact_reply(system: str, humans: list[str], fill: Any, sections: Any) -> str:
-    task, _, context = humans[0].partition(prompts.CONTEXT_HEADING)
-    results = [
-        h.removeprefix(RESULT_PREFIX).strip() for h in humans[1:] if h.startswith(RESULT_PREFIX)
-    ]
+def codeact_reply(brief: Brief, messages: Sequence[BaseMessage], fill: Fill) -> str:
+    results = replies(messages, CODE_RESULT)
     if results:
         last = results[-1]
         if len(last) <= 400:
             return f"{OFFLINE_NOTICE.format(n=1)}\n\nThe code printed:\n\n{last}"
-        return extractive_answer(task, [Source("execution result", last)])
-    code = _code_for(task, context, parse_tools(system), fill)
+        return extractive_answer(brief.task, [Source("execution result", last)])
+    code = _code_for(brief, fill)
     if code is None:
-        return extractive_answer(task, sections(context))
+        return extractive_answer(brief.task, [Source(lb, text) for lb, text in brief.context])
     return f"I will compute this with code.\n```python\n{code}\n```"
 
 
-def _code_for(task: str, context: str, tools: Any, fill: Any) -> str | None:
-    tool = choose(task, tools)
+def _code_for(brief: Brief, fill: Fill) -> str | None:
+    tool = choose(brief.task, brief.tools)
     if tool is not None:
-        name, _, props = tool
-        args = fill({"properties": props, "required": list(props)}, task, context)
+        args = _arguments(tool, brief.task, fill)
         call = ", ".join(f"{k}={v!r}" for k, v in args.items())
-        return f"result = {name}({call})\nprint(result)"
-    expression = _ARITHMETIC.search(task)
+        return f"result = {tool.name}({call})\nprint(result)"
+    expression = _ARITHMETIC.search(brief.task)
     if expression:
         return f"print({expression.group().strip()})"
     return None

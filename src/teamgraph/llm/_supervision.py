@@ -5,31 +5,27 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage
 
 from teamgraph import prompts
-from teamgraph.llm._binding import listed_members
+from teamgraph.brief import Brief
 from teamgraph.llm._extractive import OFFLINE_NOTICE, Source, extractive_answer
-from teamgraph.planning.routing import route
+from teamgraph.planning.routing import WorkerInfo, route
 
-_ENTRY = re.compile(r"^### \[(.+?)\]$", re.MULTILINE)
 _LABELLED = re.compile(r"^\*\*(.+?)\*\*:\s*(.+)$", re.DOTALL)
 _NOTICE = OFFLINE_NOTICE.split("{", 1)[0]
 DELEGATE = "Look into this request and answer it:"  # one line: a member searches its first line
 
 
-def supervisor_reply(messages: Sequence[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
+def supervisor_reply(brief: Brief, tools: list[dict[str, Any]]) -> AIMessage:
     """A decision as a call of the bound schema: the first time (in this user turn) pick one
     member by description overlap; once the picked members answered, finish."""
-    system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
-    prompt = next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-    members = listed_members(system, prompts.MEMBERS_HEADING)
-    entries = _entries(prompt)
+    members = [WorkerInfo(m.name, m.description) for m in brief.members]
+    entries = list(brief.transcript)
     users = [i for i, (speaker, _) in enumerate(entries) if speaker == prompts.USER_SPEAKER]
-    request = entries[users[-1]][1] if users else ""
+    request = entries[users[-1]][1] if users else brief.request
     turn = entries[users[-1] + 1 :] if users else entries
     delegated = prompts.delegation_speaker("")
     picked = [s.removeprefix(delegated) for s, _ in turn if s.startswith(delegated)]
@@ -51,20 +47,11 @@ def supervisor_reply(messages: Sequence[BaseMessage], tools: list[dict[str, Any]
         decision = {
             "picks": [],
             "finish": True,
-            "answer": extractive_answer(request or prompt, sources),
+            "answer": extractive_answer(request, sources),
             "reasoning": "Offline: every picked member has answered.",
         }
     call = {"name": tools[0]["function"]["name"], "args": decision, "id": _call_id()}
     return AIMessage(content="", tool_calls=[call])
-
-
-def _entries(prompt: str) -> list[tuple[str, str]]:
-    """``(speaker, text)`` pairs of a transcript written by :func:`prompts.supervisor_prompt`."""
-    body = prompt.split(prompts.TRANSCRIPT_HEADING, 1)[-1].split(
-        f"\n{prompts.DECISION_HEADING}", 1
-    )[0]
-    parts = _ENTRY.split(body)
-    return [(parts[i].strip(), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
 
 
 def _answer_sources(member: str, text: str) -> list[Source]:

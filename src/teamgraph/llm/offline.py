@@ -1,8 +1,9 @@
 """The offline model: a rule-based ``BaseChatModel`` that needs no key and no network.
 
-It has no language understanding. It recognises teamgraph's own prompts and answers them by rules:
-plans by keyword decomposition, tool choice by description overlap, answers by extracting the most
-relevant sentences from tool results and previous steps. Every answer says it is offline.
+It has no language understanding. It answers teamgraph's own requests by rules, reading what each
+request is for from its :class:`~teamgraph.brief.Brief` (never from the prompt's wording): plans by
+keyword decomposition, routing and tool choice by description overlap, answers by extracting the
+most relevant sentences from tool results and previous steps. Every answer says it is offline.
 """
 
 from __future__ import annotations
@@ -20,23 +21,20 @@ from langchain_core.messages import (
     AIMessageChunk,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
 )
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
-from teamgraph import prompts
+from teamgraph.brief import Brief, current_brief
 from teamgraph.llm import _collab
-from teamgraph.llm._binding import BindsTools, listed_members
+from teamgraph.llm._binding import BindsTools
 from teamgraph.llm._extractive import Source, extractive_answer, search_query, split_blocks
 from teamgraph.llm._moderation import moderate
 from teamgraph.llm._protocols import codeact_reply, react_reply
 from teamgraph.llm._supervision import supervisor_reply
-from teamgraph.planning.routing import overlap_score
+from teamgraph.planning.routing import WorkerInfo, overlap_score
 from teamgraph.planning.rules import decompose
-
-_MAX_STEPS = re.compile(r"between 1 and (\d+) steps")
 
 
 class OfflineChatModel(BindsTools):
@@ -97,58 +95,68 @@ class OfflineChatModel(BindsTools):
 
 
 def respond(
-    messages: Sequence[BaseMessage], tools: list[dict[str, Any]], tool_choice: Any
+    messages: Sequence[BaseMessage],
+    tools: list[dict[str, Any]],
+    tool_choice: Any,
+    brief: Brief | None = None,
 ) -> AIMessage:
-    """The offline model's whole behaviour: one reply to a conversation."""
-    system = next((_text(m) for m in messages if isinstance(m, SystemMessage)), "")
-    humans = [_text(m) for m in messages if isinstance(m, HumanMessage)]
-    if system.startswith(prompts.PLANNER_HEADER):
-        reply = _plan_reply(system, humans[0] if humans else "")
-    elif system.startswith(prompts.MODERATOR_HEADER) and tools:
-        reply = moderate(humans[-1] if humans else "", tools[0])
-    elif system.startswith(prompts.SYNTHESIZER_HEADER):
-        reply = _synth_reply(humans[-1] if humans else "")
-    elif system.startswith(prompts.SUPERVISOR_HEADER) and tools and tool_choice:
-        reply = supervisor_reply(messages, tools)
-    elif _collab.handles(messages, tools, tool_choice):  # swarm handoffs, review verdicts
-        reply = _collab.reply(messages, tools, tool_choice, respond)
-    elif prompts.REACT_HEADER in system and humans:
-        reply = AIMessage(react_reply(system, humans, fill_arguments, _sections))
-    elif prompts.CODEACT_HEADER in system and humans:
-        reply = AIMessage(codeact_reply(system, humans, fill_arguments, _sections))
-    else:
-        reply = _agent_reply(messages, tools, tool_choice)
-    return _with_usage(reply, messages)
+    """The offline model's whole behaviour: one reply to a conversation, by the request's brief
+    (what the request is for, as data — never the prompt's wording). Without a brief (the model
+    used directly), the last user message is the task."""
+    brief = brief or current_brief() or _plain_brief(messages)
+    return _with_usage(_reply(brief, messages, tools, tool_choice), messages)
 
 
-def _plan_reply(system: str, request: str) -> AIMessage:
-    workers = listed_members(system, prompts.WORKERS_HEADING)
-    found = _MAX_STEPS.search(system)
-    max_steps = int(found.group(1)) if found else 10
-    plan = decompose(request, workers, max_steps=max_steps)
+def _reply(
+    brief: Brief, messages: Sequence[BaseMessage], tools: list[dict[str, Any]], tool_choice: Any
+) -> AIMessage:
+    if brief.role == "planner":
+        return _plan_reply(brief)
+    if brief.role == "moderator" and tools:
+        return moderate(brief.request, tools[0])
+    if brief.role == "synthesizer":
+        return AIMessage(content=extractive_answer(brief.request, _context(brief)))
+    if brief.role == "supervisor" and tools:
+        return supervisor_reply(brief, tools)
+    if _collab.handles(brief, tools):  # collaborative outlines, drafts and review verdicts
+        return _collab.reply(brief)
+    if brief.agent_kind == "react":
+        return AIMessage(react_reply(brief, messages, fill_arguments))
+    if brief.agent_kind == "codeact":
+        return AIMessage(codeact_reply(brief, messages, fill_arguments))
+    return _agent_reply(brief, messages, tools, tool_choice)
+
+
+def _plain_brief(messages: Sequence[BaseMessage]) -> Brief:
+    prompt = next((_text(m) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+    return Brief(role="agent", request=prompt, task=prompt)
+
+
+def _plan_reply(brief: Brief) -> AIMessage:
+    workers = [WorkerInfo(m.name, m.description) for m in brief.members]
+    plan = decompose(brief.request, workers, max_steps=brief.max_steps or 10)
     return AIMessage(content=f"```json\n{plan.model_dump_json(indent=2)}\n```")
 
 
-def _synth_reply(prompt: str) -> AIMessage:
-    request = prompt.split(prompts.REQUEST_HEADING, 1)[-1].split(prompts.STEP_RESULTS_HEADING)[0]
-    results = prompt.split(prompts.STEP_RESULTS_HEADING, 1)[-1]
-    return AIMessage(content=extractive_answer(request.strip(), _sections(results)))
+def _context(brief: Brief) -> list[Source]:
+    return [Source(label, text) for label, text in brief.context if text.strip()]
 
 
 def _agent_reply(
-    messages: Sequence[BaseMessage], tools: list[dict[str, Any]], tool_choice: Any
+    brief: Brief, messages: Sequence[BaseMessage], tools: list[dict[str, Any]], tool_choice: Any
 ) -> AIMessage:
-    prompt = next((_text(m) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-    task, _, context = prompt.partition(prompts.CONTEXT_HEADING)
-    results = _tool_results(messages)
+    """A member at work: call the tool that fits the task (once per turn), then answer from
+    what the tools returned and the task's context. A handed-over conversation is worked as
+    the user's latest message (the handoff note would only match the handoff tools)."""
+    task = brief.request if brief.handoff_from else brief.task
     forced = _forced_tool(tools, tool_choice)
     if forced is not None:
-        return _call(forced, task, context)
+        return _call(forced, task)
     if tools and not _called_tools(messages):
         chosen = _choose_tool(task, tools)
         if chosen is not None:
-            return _call(chosen, task, context)
-    sources = _sections(context) + results
+            return _call(chosen, task)
+    sources = _context(brief) + _tool_results(messages)
     return AIMessage(content=extractive_answer(task, sources))
 
 
@@ -167,15 +175,6 @@ def _tool_results(messages: Sequence[BaseMessage]) -> list[Source]:
         elif isinstance(message, ToolMessage):
             results.extend(split_blocks(message.name or "tool", _text(message)))
     return results
-
-
-def _sections(text: str) -> list[Source]:
-    sources = []
-    for block in re.split(r"^### ", text, flags=re.MULTILINE)[1:]:
-        label, _, body = block.partition("\n")
-        if body.strip():
-            sources.append(Source(label.strip(), body.strip()))
-    return sources
 
 
 def _forced_tool(tools: list[dict[str, Any]], choice: Any) -> dict[str, Any] | None:
@@ -200,23 +199,23 @@ def _choose_tool(task: str, tools: list[dict[str, Any]]) -> dict[str, Any] | Non
     return next((t for t in tools if t["function"]["name"] == "search_docs"), None)
 
 
-def _call(tool: dict[str, Any], task: str, context: str) -> AIMessage:
+def _call(tool: dict[str, Any], task: str) -> AIMessage:
     fn = tool["function"]
-    args = fill_arguments(fn.get("parameters", {}), task.strip(), context)
+    args = fill_arguments(fn.get("parameters", {}), task.strip())
     call = {"name": fn["name"], "args": args, "id": f"call_{uuid.uuid4().hex[:12]}"}
     return AIMessage(content="", tool_calls=[call])
 
 
-def fill_arguments(schema: dict[str, Any], task: str, context: str) -> dict[str, Any]:
+def fill_arguments(schema: dict[str, Any], task: str) -> dict[str, Any]:
     """Arguments for a tool call, guessed from the JSON schema and the task text."""
     args: dict[str, Any] = {}
     props: dict[str, Any] = schema.get("properties", {})
     for name in schema.get("required", list(props)):
-        args[name] = _guess(props.get(name, {}), task, context)
+        args[name] = _guess(props.get(name, {}), task)
     return args
 
 
-def _guess(prop: dict[str, Any], task: str, context: str) -> Any:
+def _guess(prop: dict[str, Any], task: str) -> Any:
     if "enum" in prop:
         return prop["enum"][0]
     kind = prop.get("type", "string")
@@ -229,7 +228,7 @@ def _guess(prop: dict[str, Any], task: str, context: str) -> Any:
     if kind == "array":
         return []
     if kind == "object":
-        return fill_arguments(prop, task, context)
+        return fill_arguments(prop, task)
     return search_query(task)[:500]
 
 

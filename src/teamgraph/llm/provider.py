@@ -16,17 +16,20 @@ from teamgraph.specs.team import TeamSpec
 
 class ModelProvider:
     """Resolves and caches models. ``overrides`` maps a role (agent name, ``planner``,
-    ``synthesizer``) to a model instance; ``default`` replaces every unmapped role's model."""
+    ``synthesizer``) to a model instance; ``default`` replaces every unmapped role's model;
+    ``stand_in`` is returned for every model named in a spec (with its name, for prices)."""
 
     def __init__(
         self,
         settings: Settings,
         overrides: Mapping[str, BaseChatModel] | None = None,
         default: BaseChatModel | None = None,
+        stand_in: BaseChatModel | None = None,
     ) -> None:
         self.settings = settings
         self.overrides = dict(overrides or {})
         self.default = default
+        self.stand_in = stand_in  # used instead of building a model by name (a replayed run)
         self._cache: dict[str, BaseChatModel] = {}
 
     def for_agent(self, team: TeamSpec, agent: AgentSpec) -> tuple[BaseChatModel, str]:
@@ -42,6 +45,8 @@ class ModelProvider:
         if override is not None:
             return override, str(getattr(override, "model_name", type(override).__name__))
         name = name or self.settings.default_model
+        if self.stand_in is not None:
+            return self.stand_in, name
         key = name + json.dumps(dict(kwargs), sort_keys=True, default=str)
         if key not in self._cache:
             self._cache[key] = resolve_model(name, self.settings, **dict(kwargs))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage
 
@@ -13,7 +14,9 @@ from teamgraph.specs.team import Budget
 
 
 class UsageTracker:
-    """Adds up usage from model replies; attributes it to agents and steps."""
+    """Adds up usage from model replies; attributes it to agents and steps. Steps are keyed by
+    their path through nested teams (``delegate/answer``: step ``answer`` of the team working for
+    step ``delegate``), so a nested team's work counts for the step it works for too."""
 
     def __init__(self, prices: PriceTable, budget: Budget | None = None) -> None:
         self.prices = prices
@@ -41,16 +44,17 @@ class UsageTracker:
         self.exceeded = BudgetExceeded(limit, allowed, reached)
         raise self.exceeded
 
-    def record(self, agent: str, step_id: str | None, model: str, reply: AIMessage) -> TokenUsage:
+    def measure(self, model: str, reply: AIMessage) -> TokenUsage:
+        """What ``reply`` cost: the provider's token counts, priced by the price table."""
         meta = reply.usage_metadata
         i = meta["input_tokens"] if meta else 0
         o = meta["output_tokens"] if meta else 0
-        usage = TokenUsage(input_tokens=i, output_tokens=o, cost_usd=self.prices.cost(model, i, o))
-        self.add(agent, step_id, usage)
-        return usage
+        return TokenUsage(input_tokens=i, output_tokens=o, cost_usd=self.prices.cost(model, i, o))
 
-    def add(self, agent: str, step_id: str | None, usage: TokenUsage) -> None:
+    def add(self, agent: str, steps: Sequence[str], usage: TokenUsage) -> None:
+        """Charge ``usage`` to ``agent``, to every step in ``steps`` (a step and the steps that
+        enclose it, for a nested team's work) and to the run."""
         self.by_agent[agent] = self.by_agent[agent] + usage
-        if step_id is not None:
-            self.by_step[step_id] = self.by_step[step_id] + usage
+        for step in steps:
+            self.by_step[step] = self.by_step[step] + usage
         self.total = self.total + usage

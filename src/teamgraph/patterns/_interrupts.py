@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from langgraph.types import interrupt
 
 from teamgraph.errors import ApprovalPending
+from teamgraph.pauses import ApprovalPause, ClarificationPause, Decision, decision_of
 from teamgraph.run_context import RunContext
 
 T = TypeVar("T")
@@ -20,7 +21,7 @@ PAUSED: Any = object()
 async def with_approvals(ctx: RunContext, body: Callable[[RunContext], Awaitable[T]]) -> T:
     """Run ``body``; while tool calls wait for approval, pause the run with one interrupt that
     lists them all, then run ``body`` again with the decisions."""
-    decisions: dict[str, dict[str, Any]] = {}
+    decisions: dict[str, Decision] = {}
     while True:
         local = replace(ctx, decisions=decisions, pending=[])
         try:
@@ -31,14 +32,14 @@ async def with_approvals(ctx: RunContext, body: Callable[[RunContext], Awaitable
             if result is PAUSED:
                 raise RuntimeError("a tool call paused without a pending approval")
             return result
-        answer = interrupt({"type": "approval", "requests": local.pending})
-        decisions = {**decisions, **dict(answer.get("approvals", {}))}
-        missing = [r["id"] for r in local.pending if r["id"] not in decisions]
-        for request_id in missing:  # no decision given: treat as a rejection the agent sees
-            decisions[request_id] = {"action": "reject", "comment": "no decision was given"}
+        answer = interrupt(ApprovalPause(requests=local.pending).model_dump())
+        given = dict(answer.get("approvals", {}))
+        decisions = {**decisions, **{k: decision_of(v) for k, v in given.items()}}
+        for request in local.pending:  # no decision given: a rejection the agent sees
+            decisions.setdefault(request.id, Decision.reject("no decision was given"))
 
 
 def ask_user(question: str) -> str:
     """Pause the run with a clarifying question; returns the user's answer on resume."""
-    answer = interrupt({"type": "clarification", "question": question})
+    answer = interrupt(ClarificationPause(question=question).model_dump())
     return str(answer.get("answer", "") if isinstance(answer, dict) else answer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from teamgraph.agents import AgentExtras, AgentOutcome, run_agent
+from teamgraph.brief import Assignment
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
@@ -10,7 +11,7 @@ from teamgraph.specs.team import TeamSpec
 
 async def run_member(
     member: AgentSpec | TeamSpec,
-    prompt: str,
+    assignment: Assignment,
     ctx: RunContext,
     step_id: str | None = None,
     extras: AgentExtras | None = None,
@@ -18,12 +19,12 @@ async def run_member(
     """An agent runs its loop; a nested team runs its own graph as a subgraph of this one, with
     events under its own path, and hands back its final output."""
     if isinstance(member, AgentSpec):
-        return await run_agent(member, prompt, ctx, step_id, extras)
+        return await run_agent(member, assignment, ctx, step_id, extras)
     from teamgraph.patterns import build
 
     graph = build(member)
     child = ctx.child(member, parent_id=step_id or ctx.team.name)
-    final = await graph.ainvoke({"request": prompt}, context=child)
+    final = await graph.ainvoke({"request": assignment.text}, context=child)
     if final.get("status") == "budget_exceeded" and ctx.usage.exceeded is not None:
         raise ctx.usage.exceeded  # the budget is the whole run's, not the nested team's
     return AgentOutcome(str(final.get("output", "")), [])

@@ -9,6 +9,7 @@ from collections import deque
 from teamgraph import prompts
 from teamgraph.errors import ApprovalPending, BudgetExceeded
 from teamgraph.events import StepCompleted, StepFailed, StepSkipped, StepStarted, StepState
+from teamgraph.faults import point
 from teamgraph.ledger import StepRecord
 from teamgraph.patterns._members import run_member
 from teamgraph.patterns._scheduler import Schedule
@@ -23,15 +24,16 @@ async def execute_plan(
 ) -> tuple[dict[str, StepRecord], BudgetExceeded | None]:
     """Run every step as soon as its own dependencies are done, up to ``max_parallel`` at once.
 
-    Finished steps found in the ledger (a resumed run) are not run again. A budget overrun stops
-    the run: running steps are cancelled, the rest skipped, finished results kept."""
+    Finished steps found in the ledger (a resumed run) are not run again; steps it shows started
+    run again without being announced again. A budget overrun stops the run: running steps are
+    cancelled, the rest skipped, finished results kept."""
     saved = await ctx.ledger.load(ctx.ledger_key)
-    records = {s.id: saved[s.id] for s in plan.steps if _same_step(saved.get(s.id), s)}
-    for record in records.values():
-        ctx.usage.add(record.worker, record.step_id, record.usage)
+    mine = {s.id: saved[s.id] for s in plan.steps if _same_step(saved.get(s.id), s)}
+    records = {k: r for k, r in mine.items() if r.status != "running"}
     states: dict[str, StepState] = {s.id: "pending" for s in plan.steps}
     states.update({k: r.status for k, r in records.items()})
     execution = _Execution(plan, Schedule(plan, states), records, ctx)
+    execution.announced = {k for k, r in mine.items() if r.status == "running"}
     try:
         await execution.run()
     finally:
@@ -59,6 +61,7 @@ class _Execution:
         self.finished: deque[asyncio.Task[StepRecord | None]] = deque()
         self.wakeup: asyncio.Future[None] | None = None
         self.over: BudgetExceeded | None = None
+        self.announced: set[str] = set()  # steps an earlier execution started (and announced)
 
     async def run(self) -> None:
         while True:
@@ -103,7 +106,7 @@ class _Execution:
 
     async def _run(self, step: Step, context: list[tuple[str, str]]) -> StepRecord | None:
         try:
-            outcome = await run_step(step, context, self.ctx)
+            outcome = await run_step(step, context, self.ctx, step.id in self.announced)
         finally:
             self.busy -= 1
         if outcome is not None:
@@ -135,7 +138,9 @@ class _Execution:
 
     async def _finish(self, record: StepRecord) -> None:
         ctx = self.ctx
+        point("step.done")
         await ctx.ledger.save(ctx.ledger_key, record)  # durable before anyone hears of it
+        point("step.recorded")
         self.records[record.step_id] = record
         self.schedule.set(record.step_id, record.status)
         common = {"step_id": record.step_id, "worker": record.worker, "elapsed_s": record.elapsed_s}
@@ -177,10 +182,15 @@ def _same_step(record: StepRecord | None, step: Step) -> bool:
 
 
 async def run_step(
-    step: Step, context: list[tuple[str, str]], ctx: RunContext
+    step: Step, context: list[tuple[str, str]], ctx: RunContext, announced: bool = False
 ) -> StepRecord | None:
-    """One step on its worker. Any exception becomes a failed record: siblings never notice."""
-    ctx.emit(StepStarted, step.worker, step_id=step.id, worker=step.worker, task=step.task)
+    """One step on its worker. Any exception becomes a failed record: siblings never notice.
+    Its start is recorded before it is announced, once (``announced``: an earlier execution
+    did both)."""
+    if not announced:
+        mark = StepRecord(step_id=step.id, worker=step.worker, task=step.task, status="running")
+        await ctx.ledger.save(ctx.ledger_key, mark)
+        ctx.emit(StepStarted, step.worker, step_id=step.id, worker=step.worker, task=step.task)
     started = time.perf_counter()
     try:
         agent = ctx.team.member(step.worker)
@@ -192,7 +202,7 @@ async def run_step(
         )
     try:
         outcome = await run_member(
-            agent, prompts.worker_prompt(step.task, context), ctx, step_id=step.id
+            agent, prompts.worker_assignment(step.task, context), ctx, step_id=step.id
         )
     except BudgetExceeded:
         raise  # stops the whole run, not just this step
@@ -206,7 +216,7 @@ async def run_step(
             status="failed",
             error=f"{type(exc).__name__}: {exc}",
             elapsed_s=time.perf_counter() - started,
-            usage=ctx.usage.by_step[step.id],
+            usage=ctx.step_usage(step.id),
         )
     return StepRecord(
         step_id=step.id,
@@ -215,7 +225,7 @@ async def run_step(
         status="done",
         output=outcome.output,
         elapsed_s=time.perf_counter() - started,
-        usage=ctx.usage.by_step[step.id],
+        usage=ctx.step_usage(step.id),
     )
 
 

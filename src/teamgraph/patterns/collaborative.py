@@ -8,12 +8,12 @@ Four roles — planner, researcher, writer, reviewer — are members named so, o
 — when the rounds run out — the best the team got, with a note in ``error`` (status stays
 ``completed``).
 
-The plan lives in ``plan_text``: ``plan`` is the workflow pattern's plan, which the runner reads.
+The outline lives in ``plan_text`` (``plan`` is the workflow pattern's plan).
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -24,10 +24,12 @@ from pydantic import BaseModel, Field
 
 from teamgraph import prompts
 from teamgraph.agents import AgentOutcome
+from teamgraph.brief import Assignment
 from teamgraph.errors import AgentFailed, SpecError
-from teamgraph.events import Handoff, RunStatus
+from teamgraph.events import Handoff
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._members import run_member
+from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
@@ -44,18 +46,13 @@ class ReviewVerdict(BaseModel):
     )
 
 
-class CollaborativeState(TypedDict, total=False):
-    request: str
+class CollaborativeState(RunState, total=False):
     plan_text: str
     research: str
     draft: str
     feedback: str
     iteration: int  # the write/review round in progress, from 1
     verdicts: list[dict[str, Any]]  # {"iteration", "approved", "feedback"} per review
-    shared_state: dict[str, Any]  # the team's shared state (``initial_state``), per thread
-    output: str
-    status: RunStatus
-    error: str
 
 
 def roles(team: TeamSpec) -> dict[str, AgentSpec | TeamSpec]:
@@ -80,11 +77,14 @@ def roles(team: TeamSpec) -> dict[str, AgentSpec | TeamSpec]:
 
 
 async def _run(
-    ctx: RunContext, state: CollaborativeState, member: AgentSpec | TeamSpec, prompt: str
+    ctx: RunContext,
+    state: CollaborativeState,
+    member: AgentSpec | TeamSpec,
+    assignment: Assignment,
 ) -> AgentOutcome:
-    """``member`` works ``prompt`` on the thread's shared state (pausing for approvals)."""
+    """``member`` works ``assignment`` on the thread's shared state (pausing for approvals)."""
     ctx.adopt_state(state.get("shared_state"))
-    return await with_approvals(ctx, lambda local: run_member(member, prompt, local))
+    return await with_approvals(ctx, lambda local: run_member(member, assignment, local))
 
 
 def _hand(ctx: RunContext, cast: dict[str, Any], frm: str, to: str, reason: str) -> None:
@@ -100,7 +100,7 @@ async def planner_node(
     """A new turn: the plan; the previous turn's research, drafts and verdicts are cleared."""
     ctx = runtime.context
     cast = roles(ctx.team)
-    outcome = await _run(ctx, state, cast["planner"], prompts.collab_plan_prompt(state["request"]))
+    outcome = await _run(ctx, state, cast["planner"], prompts.collab_plan(state["request"]))
     _hand(ctx, cast, "planner", "researcher", "plan ready")
     return {
         "shared_state": ctx.shared_state,
@@ -121,10 +121,10 @@ async def researcher_node(
 ) -> CollaborativeState:
     ctx = runtime.context
     cast = roles(ctx.team)
-    prompt = prompts.collab_research_prompt(
+    assignment = prompts.collab_research(
         state["request"], state.get("plan_text", ""), state.get("feedback", "")
     )
-    outcome = await _run(ctx, state, cast["researcher"], prompt)
+    outcome = await _run(ctx, state, cast["researcher"], assignment)
     _hand(ctx, cast, "researcher", "writer", "research ready")
     return {"research": outcome.output, "shared_state": ctx.shared_state}
 
@@ -134,14 +134,14 @@ async def writer_node(
 ) -> CollaborativeState:
     ctx = runtime.context
     cast = roles(ctx.team)
-    prompt = prompts.collab_write_prompt(
+    assignment = prompts.collab_write(
         state["request"],
         state.get("plan_text", ""),
         state.get("research", ""),
         state.get("draft", ""),
         state.get("feedback", ""),
     )
-    outcome = await _run(ctx, state, cast["writer"], prompt)
+    outcome = await _run(ctx, state, cast["writer"], assignment)
     _hand(ctx, cast, "writer", "reviewer", f"draft {state.get('iteration', 1)} ready for review")
     return {"draft": outcome.output, "shared_state": ctx.shared_state}
 
@@ -155,8 +155,8 @@ async def reviewer_node(state: CollaborativeState, runtime: Runtime[RunContext])
     assert isinstance(reviewer, AgentSpec)
     judge = reviewer.model_copy(update={"output_schema": ReviewVerdict})
     draft, iteration = state.get("draft", ""), state.get("iteration", 1)
-    prompt = prompts.collab_review_prompt(state["request"], state.get("research", ""), draft)
-    verdict = _verdict(await _run(ctx, state, judge, prompt), reviewer.name)
+    assignment = prompts.collab_review(state["request"], state.get("research", ""), draft)
+    verdict = _verdict(await _run(ctx, state, judge, assignment), reviewer.name)
     verdicts = [*state.get("verdicts", []), {"iteration": iteration, **verdict.model_dump()}]
     reviewed = {
         "verdicts": verdicts,
@@ -198,3 +198,8 @@ def build(
     graph.add_edge("researcher", "writer")
     graph.add_edge("writer", "reviewer")
     return graph.compile(checkpointer=checkpointer, name=team.name)
+
+
+PATTERN = Pattern(
+    "collaborative", build, supersteps=lambda team: 4 * team.collaborative.max_iterations + 50
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -13,10 +13,15 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from teamgraph import prompts
+from teamgraph.brief import Brief, Member
 from teamgraph.events import AgentMessage
+from teamgraph.journal import JournalKey
+from teamgraph.llm.call import Caller, StructuredOutputError, ask_structured
 from teamgraph.patterns._interrupts import ask_user
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
+
+MODERATOR = "moderator"  # the gate's node, model role and speaker
 
 
 class ClarityVerdict(BaseModel):
@@ -27,21 +32,27 @@ class ClarityVerdict(BaseModel):
 
 
 async def clarifying_question(request: str, ctx: RunContext) -> str:
-    """The question to ask, or ``""`` when the request is clear enough."""
+    """The question to ask, or ``""`` when the request is clear enough (a verdict the model
+    cannot give in valid form counts as clear: the team starts)."""
     team = ctx.team
-    model, name = ctx.models.for_role("moderator", team.model, team.model_kwargs)
-    ctx.usage.admit()
-    runnable = model.with_structured_output(ClarityVerdict, include_raw=True)
+    model, name = ctx.models.for_role(MODERATOR, team.model, team.model_kwargs)
     members = [(m.name, m.description) for m in team.members]
-    system = prompts.moderator_system(team.name, members)
-    raw = await runnable.ainvoke([SystemMessage(system), HumanMessage(request)])
-    assert isinstance(raw, dict)
-    if isinstance(raw.get("raw"), AIMessage):
-        ctx.usage.record("moderator", None, name, raw["raw"])
-    verdict = raw.get("parsed")
-    if not isinstance(verdict, ClarityVerdict) or not verdict.needs_clarification:
+    messages = [SystemMessage(prompts.moderator_system(team.name, members)), HumanMessage(request)]
+    brief = Brief(role="moderator", request=request, members=_members(team))
+    key = JournalKey.task(ctx.task_scope(MODERATOR)).model_call(1)
+    try:
+        verdict = await ask_structured(
+            ctx, Caller(MODERATOR, model, name), messages, ClarityVerdict, key, brief
+        )
+    except StructuredOutputError:
         return ""
-    return verdict.question or "Could you say more about what you need?"
+    if not verdict.needs_clarification:
+        return ""
+    return str(verdict.question) or "Could you say more about what you need?"
+
+
+def _members(team: TeamSpec) -> tuple[Member, ...]:
+    return tuple(Member(m.name, m.description) for m in team.members)
 
 
 async def moderate(state: Any, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -49,7 +60,7 @@ async def moderate(state: Any, runtime: Runtime[RunContext]) -> dict[str, Any]:
     question = await clarifying_question(state["request"], ctx)
     if not question:
         return {}
-    ctx.emit(AgentMessage, "moderator", agent="moderator", content=question)
+    ctx.emit(AgentMessage, MODERATOR, agent=MODERATOR, content=question)
     answer = ask_user(question)
     return {"request": f"{state['request']}\n\nClarification from the user: {answer}"}
 

@@ -7,7 +7,7 @@ Tokens stream as ``token`` events from the agent's model calls.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -22,44 +22,44 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from teamgraph.agents import AgentExtras, AgentOutcome
+from teamgraph.brief import Assignment
 from teamgraph.errors import BudgetExceeded
-from teamgraph.events import RunStatus
 from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._members import run_member
+from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
 
 
-class SingleState(TypedDict, total=False):
-    request: str
+class SingleState(RunState, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
-    status: RunStatus
-    output: str
-    error: str
 
 
 async def agent_node(state: SingleState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     member = ctx.team.members[0]
     request = state["request"]
+    shared = ctx.adopt_state(state.get("shared_state"))
     history = trimmed_history(list(state.get("messages", [])), ctx.team.history_token_budget)
     extras = AgentExtras(history=history)
 
     async def body(local: RunContext) -> AgentOutcome:
-        return await run_member(member, request, local, extras=extras)
+        return await run_member(member, Assignment.of(request), local, extras=extras)
 
     try:
         outcome = await with_approvals(ctx, body)
     except (GraphBubbleUp, BudgetExceeded):
         raise  # a pause for a human, or the run's budget: the runner handles both
     except Exception as exc:
-        return {"status": "failed", "output": "", "error": f"{type(exc).__name__}: {exc}"}
+        error = f"{type(exc).__name__}: {exc}"
+        return {"status": "failed", "output": "", "error": error, "shared_state": shared}
     return {
         "messages": [HumanMessage(request), AIMessage(outcome.output, name=member.name)],
         "output": outcome.output,
         "status": "completed",
         "error": "",
+        "shared_state": shared,
     }
 
 
@@ -72,3 +72,6 @@ def build(
     graph.add_edge(START, "agent")
     graph.add_edge("agent", END)
     return graph.compile(checkpointer=checkpointer, name=team.name)
+
+
+PATTERN = Pattern("single", build)

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import operator
-import re
 import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
-from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -28,7 +26,6 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.tool import tool_call
-from langchain_core.runnables import Runnable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
@@ -37,24 +34,27 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite, Send
 from pydantic import BaseModel, Field
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from teamgraph import prompts
 from teamgraph.agents import AgentExtras, AgentOutcome
+from teamgraph.brief import Assignment, Brief, Member
 from teamgraph.errors import AgentFailed, BudgetExceeded
-from teamgraph.events import AgentMessage, Handoff, RunStatus, UsageRecorded
-from teamgraph.llm.errors import is_transient
+from teamgraph.events import AgentMessage, Handoff
+from teamgraph.journal import JournalKey
+from teamgraph.llm.call import Caller, StructuredOutputError, ask_structured
 from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._members import run_member
+from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
+from teamgraph.tools.handoff import PREFIX as HANDOFF_PREFIX
+from teamgraph.tools.handoff import handoff_tool_name
 
 SUPERVISOR = prompts.SUPERVISOR_SPEAKER  # the supervisor's node, model role and transcript name
 WORKER = "worker"
 HANDOFF_DESTINATION = "__handoff_destination"  # metadata keys of langgraph-supervisor's messages
 HANDOFF_BACK = "__is_handoff_back"
-_WHITESPACE = re.compile(r"\s+")
 
 
 class Pick(BaseModel):
@@ -83,28 +83,26 @@ class WorkerResult(TypedDict):
 
 
 class WorkerTask(TypedDict):
-    """What one ``worker`` task gets (its ``Send``): the pick, and the transcript so far."""
+    """What one ``worker`` task gets (its ``Send``): the pick, the transcript so far and the
+    thread's shared state."""
 
     agent: str
     instructions: str
     turn: int
     step_id: str
     history: list[BaseMessage]
+    shared_state: dict[str, Any] | None
 
 
-class SupervisorState(TypedDict, total=False):
-    request: str
+def _latest(_old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any] | None:
+    return new  # parallel members share one live state object: any of their writes is it
+
+
+class SupervisorState(RunState, total=False):
     messages: Annotated[list[AnyMessage], add_messages]  # the shared transcript of the thread
     results: Annotated[list[WorkerResult], operator.add]  # this run's worker results, in order
     turn: int  # supervisor decisions made in this run
-    status: RunStatus
-    output: str
-    error: str
-
-
-def transfer_tool(member: str) -> str:
-    """Name of the handoff tool call to ``member`` (as langgraph-supervisor names it)."""
-    return f"transfer_to_{_WHITESPACE.sub('_', member.strip()).lower()}"
+    shared_state: Annotated[dict[str, Any] | None, _latest]  # type: ignore[misc]
 
 
 def max_turns_error(max_turns: int) -> str:
@@ -161,6 +159,7 @@ async def supervisor_node(state: SupervisorState, runtime: Runtime[RunContext]) 
                 turn=turn,
                 step_id=_step_id(pick.agent, turn, valid[:i]),
                 history=history,
+                shared_state=state.get("shared_state"),
             ),
         )
         for i, pick in enumerate(valid)
@@ -173,12 +172,14 @@ async def worker_node(state: WorkerTask, runtime: Runtime[RunContext]) -> dict[s
     its instructions; its answer, or its error, and the handoff back join the transcript."""
     ctx = runtime.context
     agent, turn = state["agent"], state["turn"]
+    shared = ctx.adopt_state(state.get("shared_state"))
     history = trimmed_history(list(state["history"]), ctx.team.history_token_budget)
     member = ctx.team.member(agent)
 
     async def body(local: RunContext) -> AgentOutcome:
         extras = AgentExtras(history=history)
-        return await run_member(member, state["instructions"], local, state["step_id"], extras)
+        assignment = Assignment.of(state["instructions"])
+        return await run_member(member, assignment, local, state["step_id"], extras)
 
     try:
         outcome = await with_approvals(ctx, body)
@@ -189,64 +190,50 @@ async def worker_node(state: WorkerTask, runtime: Runtime[RunContext]) -> dict[s
         report: list[BaseMessage] = [AIMessage(prompts.specialist_error(agent, error), name=agent)]
         result = WorkerResult(agent=agent, turn=turn, output=report[0].text, error=error)
     else:
-        report = member_report(outcome, agent, history, ctx.team.supervisor.output_mode)
+        report = member_report(outcome, agent, ctx.team.supervisor.output_mode)
         result = WorkerResult(agent=agent, turn=turn, output=outcome.output, error="")
     ctx.emit(Handoff, agent, from_agent=agent, to_agent=SUPERVISOR, reason=result["error"])
-    return {"messages": [*report, *handoff_back_messages(agent)], "results": [result]}
+    update = {"messages": [*report, *handoff_back_messages(agent)], "results": [result]}
+    return {**update, "shared_state": shared}
 
 
 # --- the decision ----------------------------------------------------------------------------
 
 
 async def decide(ctx: RunContext, transcript: list[AnyMessage], turn: int) -> SupervisorDecision:
-    """The supervisor model's next decision (structured output; one retry when invalid) —
-    replayed from the run's journal when this node already made it before a crash."""
-    key = f"{ctx.task_scope(SUPERVISOR)}/d{turn}"
-    saved = await ctx.ledger.recall(key)
-    if saved is not None:
-        return SupervisorDecision.model_validate_json(saved)
+    """The supervisor model's next decision (structured output; one more attempt when invalid),
+    through the model-call path: replayed from the run's journal after a crash or a pause."""
     team = ctx.team
     model, model_name = ctx.models.for_role(SUPERVISOR, team.model, team.model_kwargs)
-    runnable = model.with_structured_output(SupervisorDecision, include_raw=True)
     names = [m.name for m in team.members]
+    entries = transcript_entries(transcript, names)
     messages: list[BaseMessage] = [
         SystemMessage(prompts.supervisor_system(team.name, _roster(team))),
-        HumanMessage(prompts.supervisor_prompt(transcript_entries(transcript, names))),
+        HumanMessage(prompts.supervisor_prompt(entries)),
     ]
-    error = ""
-    for _ in range(2):
-        raw = await _ask(runnable, messages, ctx)
-        reply = raw.get("raw")
-        if isinstance(reply, AIMessage):
-            usage = ctx.usage.record(SUPERVISOR, None, model_name, reply)
-            ctx.emit(UsageRecorded, SUPERVISOR, agent=SUPERVISOR, model=model_name, usage=usage)
-        parsed = raw.get("parsed")
-        if isinstance(parsed, SupervisorDecision) and raw.get("parsing_error") is None:
-            await ctx.ledger.record(key, parsed.model_dump_json())
-            return parsed
-        error = str(raw.get("parsing_error") or "no structured output was returned")
-        messages.append(HumanMessage(prompts.structured_retry(error)))
-    raise AgentFailed(f"the supervisor returned an invalid decision twice: {error}")
+    brief = Brief(
+        role="supervisor",
+        request=_latest_request(transcript),
+        members=tuple(Member(n, d) for n, d in _roster(team)),
+        transcript=tuple(entries),
+    )
+    key = JournalKey.task(ctx.task_scope(SUPERVISOR)).decision(turn)
+    caller = Caller(SUPERVISOR, model, model_name)
+    try:
+        decision: SupervisorDecision = await ask_structured(
+            ctx, caller, messages, SupervisorDecision, key, brief
+        )
+    except StructuredOutputError as exc:
+        raise AgentFailed(f"the supervisor returned an invalid decision twice: {exc}") from None
+    return decision
 
 
-async def _ask(
-    runnable: Runnable[LanguageModelInput, Any], messages: list[BaseMessage], ctx: RunContext
-) -> dict[str, Any]:
-    """One structured call within the budget, retrying transient errors with backoff."""
-    ctx.usage.admit()
-    retry = ctx.team.workflow.retry
-    async for attempt in AsyncRetrying(
-        retry=retry_if_exception(is_transient),
-        stop=stop_after_attempt(retry.max_attempts),
-        wait=wait_exponential_jitter(
-            multiplier=2 * retry.initial_delay_s, max=retry.max_delay_s, jitter=retry.jitter_s
-        ),
-        reraise=True,
-    ):
-        with attempt:
-            raw = await runnable.ainvoke(messages)
-            return dict(raw) if isinstance(raw, dict) else {"parsed": raw}
-    raise AssertionError("unreachable: tenacity re-raises the last error")
+def _latest_request(transcript: Sequence[BaseMessage]) -> str:
+    """The user's latest message in the transcript."""
+    for message in reversed(transcript):
+        if isinstance(message, HumanMessage) and not message.name:
+            return message.text
+    return ""
 
 
 def _roster(team: TeamSpec) -> list[tuple[str, str]]:
@@ -270,7 +257,7 @@ def handoff_messages(
     names = [m.name for m in ctx.team.members]
     calls, results, valid = [], [], []
     for pick in decision.picks:
-        name, call_id = transfer_tool(pick.agent), f"call_{uuid.uuid4().hex[:12]}"
+        name, call_id = handoff_tool_name(pick.agent), f"call_{uuid.uuid4().hex[:12]}"
         calls.append(tool_call(name=name, args={"instructions": pick.instructions}, id=call_id))
         if pick.agent not in names:
             error = prompts.unknown_member(pick.agent, names)
@@ -317,15 +304,12 @@ def handoff_back_messages(agent: str) -> list[BaseMessage]:
 
 
 def member_report(
-    outcome: AgentOutcome,
-    agent: str,
-    history: Sequence[BaseMessage],
-    mode: Literal["last_message", "full_history"],
+    outcome: AgentOutcome, agent: str, mode: Literal["last_message", "full_history"]
 ) -> list[BaseMessage]:
     """What a member adds to the transcript: its final answer (``last_message``), or its whole
     conversation without the system prompt and the transcript it was given (``full_history``)."""
     final = AIMessage(outcome.output, name=agent)
-    own = _own_messages(outcome.messages, history) if mode == "full_history" else []
+    own = [*outcome.task, *outcome.added] if mode == "full_history" else []
     report: list[BaseMessage] = []
     for message in own:
         if isinstance(message, AIMessage):
@@ -340,23 +324,12 @@ def member_report(
     return report
 
 
-def _own_messages(
-    messages: Sequence[BaseMessage], history: Sequence[BaseMessage]
-) -> list[BaseMessage]:
-    """The member's conversation after its system prompt and the earlier transcript (agents
-    start with ``[system, *history without system messages, task]``)."""
-    if not messages or not isinstance(messages[0], SystemMessage):
-        return list(messages)
-    given = sum(1 for m in history if not isinstance(m, SystemMessage))
-    return list(messages[1 + given :])
-
-
 def transcript_entries(
     messages: Sequence[BaseMessage], members: Sequence[str]
 ) -> list[tuple[str, str]]:
     """The transcript as ``(speaker, text)`` pairs for the supervisor's prompt: handoff
     bookkeeping left out, delegations as ``supervisor → member`` with their instructions."""
-    by_tool = {transfer_tool(name): name for name in members}
+    by_tool = {handoff_tool_name(name): name for name in members}
     entries: list[tuple[str, str]] = []
     for message in messages:
         text = message.text.strip()
@@ -366,7 +339,7 @@ def transcript_entries(
             if message.response_metadata.get(HANDOFF_BACK):
                 continue
             speaker = message.name or "assistant"
-            transfers = [c for c in message.tool_calls if c["name"].startswith("transfer_to_")]
+            transfers = [c for c in message.tool_calls if c["name"].startswith(HANDOFF_PREFIX)]
             other = [c for c in message.tool_calls if c not in transfers]
             calls = "".join(
                 f"\n[called {c['name']}({json.dumps(c['args'], ensure_ascii=False)})]"
@@ -375,7 +348,7 @@ def transcript_entries(
             if text or calls:
                 entries.append((speaker, (text + calls).strip()))
             for call in transfers:
-                target = by_tool.get(call["name"], call["name"].removeprefix("transfer_to_"))
+                target = by_tool.get(call["name"], call["name"].removeprefix(HANDOFF_PREFIX))
                 instructions = str(call["args"].get("instructions", ""))
                 entries.append((prompts.delegation_speaker(target), instructions))
         elif isinstance(message, ToolMessage):
@@ -415,3 +388,6 @@ def build(
     graph.add_edge("start", SUPERVISOR)
     graph.add_edge(WORKER, SUPERVISOR)
     return graph.compile(checkpointer=checkpointer, name=team.name)
+
+
+PATTERN = Pattern("supervisor", build, supersteps=lambda team: 2 * team.supervisor.max_turns + 50)

@@ -16,14 +16,13 @@ answering in between.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, get_type_hints
 
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
 )
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -35,11 +34,13 @@ from langgraph.types import Command
 
 from teamgraph import prompts
 from teamgraph.agents import AgentExtras, AgentOutcome
+from teamgraph.brief import Assignment
 from teamgraph.errors import SpecError
-from teamgraph.events import Handoff, RunStatus
+from teamgraph.events import Handoff
 from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._members import run_member
+from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
@@ -48,19 +49,14 @@ from teamgraph.tools.handoff import handoff_tool_name, make_handoff_tool
 TURN_NODE = "_turn"  # member names start with a letter, so this never collides
 
 
-class SwarmState(TypedDict, total=False):
-    request: str
+class SwarmState(RunState, total=False):
     messages: Annotated[list[AnyMessage], add_messages]  # the thread's conversation
     active_agent: str  # who has the conversation; persists across turns
     handoffs: int  # handoffs in this turn
     bounces: list[str]  # agents in this turn's current chain of handoffs that did nothing else
-    shared_state: dict[str, Any]  # the team's shared state (``initial_state``), per thread
-    output: str
-    status: RunStatus
-    error: str
 
 
-STATE_KEYS = frozenset(SwarmState.__annotations__)
+STATE_KEYS = frozenset(get_type_hints(SwarmState, include_extras=True))
 
 
 def build(
@@ -130,12 +126,16 @@ class AgentNode:
         name, request = self.member.name, state.get("request", "")
         first = state.get("handoffs", 0) == 0  # the agent that takes the user's message
         history = trimmed_history(state.get("messages", []), ctx.team.history_token_budget)
-        prompt = request if first else prompts.handoff_prompt(_previous(state), request)
+        assignment = (
+            Assignment.of(request)
+            if first
+            else prompts.handoff_assignment(_previous(state), request)
+        )
         extras = AgentExtras(history=history, tools=self.tools)
         outcome = await with_approvals(
-            swarm_ctx, lambda local: run_member(self.member, prompt, local, extras=extras)
+            swarm_ctx, lambda local: run_member(self.member, assignment, local, extras=extras)
         )
-        said = _new_messages(outcome, history, name)
+        said = _new_messages(outcome, name)
         if first:
             said = [HumanMessage(request), *said]
         if not outcome.handoff:
@@ -196,16 +196,12 @@ def _previous(state: SwarmState) -> str:
     return "a teammate"
 
 
-def _new_messages(
-    outcome: AgentOutcome, history: list[BaseMessage], name: str
-) -> list[BaseMessage]:
+def _new_messages(outcome: AgentOutcome, name: str) -> list[BaseMessage]:
     """What the agent added to the conversation (not its system prompt, the history it was
     given or the prompt of this turn), its replies labelled with its name."""
-    earlier = [m for m in history if not isinstance(m, SystemMessage)]
-    new = outcome.messages[len(earlier) + 2 :]
     labelled = [
         m.model_copy(update={"name": name}) if isinstance(m, AIMessage) and not m.name else m
-        for m in new
+        for m in outcome.added
     ]
     last = labelled[-1] if labelled else None
     answered = isinstance(last, AIMessage) and not last.tool_calls
@@ -230,3 +226,6 @@ def _reason(said: list[BaseMessage], target: str, handoff_tools: set[str]) -> st
             if call["name"] == wanted and call["name"] in handoff_tools:
                 return str(call["args"].get("reason") or "")
     return ""
+
+
+PATTERN = Pattern("swarm", build, supersteps=lambda team: 2 * team.swarm.max_handoffs + 50)

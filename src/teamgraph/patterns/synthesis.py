@@ -5,12 +5,15 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from teamgraph import prompts
-from teamgraph.agents._model_call import call_model
+from teamgraph.brief import Brief
+from teamgraph.journal import JournalKey
 from teamgraph.ledger import StepRecord
+from teamgraph.llm.call import Caller, ask
 from teamgraph.plan import Plan, Step
 from teamgraph.run_context import RunContext
 
 NO_RESULTS = "No results to synthesize."
+SYNTHESIZER = "synthesizer"  # the role: its model override and the usage it is charged
 
 
 def concat_report(plan: Plan, records: dict[str, StepRecord]) -> str:
@@ -44,10 +47,13 @@ async def llm_answer(
     if not results:
         return NO_RESULTS
     team = ctx.team
-    model, name = ctx.models.for_role("synthesizer", team.model, team.model_kwargs)
+    model, name = ctx.models.for_role(SYNTHESIZER, team.model, team.model_kwargs)
     messages = [
         SystemMessage(prompts.synthesizer_system(team.name)),
         HumanMessage(prompts.synthesizer_prompt(request, results)),
     ]
-    reply = await call_model(model, messages, ctx, agent="synthesizer", model_name=name)
+    context = tuple((f"{sid} ({worker})", output) for sid, worker, output in results)
+    brief = Brief(role="synthesizer", request=request, context=context)
+    key = JournalKey.task(ctx.task_scope(SYNTHESIZER)).model_call(1)
+    reply = await ask(ctx, Caller(SYNTHESIZER, model, name), messages, key, brief)
     return reply.text

@@ -11,7 +11,8 @@ goes straight to ``execute``: there is nothing for the plan node to decide.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -19,32 +20,34 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from teamgraph.errors import PlanValidationError
-from teamgraph.events import PlanCreated, RunStatus, TokenUsage
+from teamgraph.events import PlanCreated, RunStatus
 from teamgraph.ledger import StepRecord
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._steps import execute_plan
+from teamgraph.patterns.contract import (
+    Outcome,
+    Pattern,
+    PlanInfo,
+    RunInput,
+    RunState,
+    plain_outcome,
+)
+from teamgraph.patterns.planner import make_plan
 from teamgraph.patterns.synthesis import concat_report, llm_answer
 from teamgraph.plan import Plan, validate_plan
-from teamgraph.planning.planner import make_plan
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
 
 
-class WorkflowState(TypedDict, total=False):
-    request: str
+class WorkflowState(RunState, total=False):
     template: str | None
     explicit_plan: dict[str, Any] | None
     planned: bool  # the input carries the (validated, explicit) plan: skip the plan node
     plan: dict[str, Any]
     tier: str
     notes: list[str]
-    planner_usage: dict[str, Any]
-    shared_state: dict[str, Any]
     stopped: str
     steps: dict[str, dict[str, Any]]
-    status: RunStatus
-    output: str
-    error: str
 
 
 async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
@@ -57,39 +60,37 @@ async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Workf
         decision = await make_plan(state["request"], ctx, state.get("template"))
         plan, tier, notes = decision.plan, decision.tier, decision.notes
     emit_plan(ctx, plan, tier, notes)
-    spent = ctx.usage.by_agent.get("planner", TokenUsage())
-    return {
-        "plan": plan.model_dump(),
-        "tier": tier,
-        "notes": notes,
-        "steps": {},
-        "planner_usage": spent.model_dump(),
-    }
+    return {"plan": plan.model_dump(), "tier": tier, "notes": notes, "steps": {}}
 
 
 def validated(team: TeamSpec, plan: Plan) -> Plan:
     return validate_plan(plan, [m.name for m in team.members], team.workflow.max_steps)
 
 
-def graph_input(team: TeamSpec, template: str | None, plan: Plan | None) -> WorkflowState:
-    """The workflow's part of a run's input. A valid explicit plan goes in as the run's plan
-    (emit it with :func:`emit_plan`); an invalid one is left to the plan node, which fails the
-    run with every problem listed."""
-    state: WorkflowState = {"template": template, "explicit_plan": None, "planned": False}
+def graph_input(team: TeamSpec, run: RunInput) -> dict[str, Any]:
+    """A new run's input. A valid explicit plan goes in as the run's plan (emit it with
+    :func:`emit_plan`); an invalid one is left to the plan node, which fails the run with every
+    problem listed."""
+    state: WorkflowState = {
+        "request": run.request,
+        "template": run.template,
+        "explicit_plan": None,
+        "planned": False,
+    }
+    plan = run.plan
     if plan is None:
-        return state
+        return dict(state)
     try:
         plan = validated(team, plan)
     except PlanValidationError:
         return {**state, "explicit_plan": plan.model_dump()}
-    return {
+    return {  # the plan is the run's from its first checkpoint
         **state,
         "planned": True,
         "plan": plan.model_dump(),
         "tier": "explicit",
         "notes": [],
         "steps": {},
-        "planner_usage": TokenUsage().model_dump(),
     }
 
 
@@ -153,6 +154,16 @@ def run_status(records: dict[str, StepRecord], fail_fast: bool) -> RunStatus:
     return "completed_with_errors"
 
 
+def outcome(values: Mapping[str, Any]) -> Outcome:
+    """The run's plan (with its tier), its step records, and how it ended."""
+    folded = plain_outcome(values)
+    if values.get("plan"):
+        plan = Plan.model_validate(values["plan"])
+        folded.plan = PlanInfo(plan, values.get("tier", "explicit"), tuple(values.get("notes", ())))
+    folded.steps = {k: StepRecord.model_validate(v) for k, v in values.get("steps", {}).items()}
+    return folded
+
+
 def build(
     team: TeamSpec, checkpointer: BaseCheckpointSaver[Any] | None = None
 ) -> CompiledStateGraph[WorkflowState, RunContext, WorkflowState, WorkflowState]:
@@ -169,3 +180,6 @@ def build(
     else:
         graph.add_edge("execute", END)  # the concat report is written by execute itself
     return graph.compile(checkpointer=checkpointer, name=team.name)
+
+
+PATTERN = Pattern("workflow", build, start=graph_input, outcome=outcome)

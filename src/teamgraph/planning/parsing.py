@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+from teamgraph.text import has_cjk
+
 _TRIM = " \t\r\n.,;:!?。，；：！？、\"'“”"
 _MAX_ENTITY_WORDS = 5
 _MAX_ENTITY_CHARS = 40
@@ -43,11 +44,6 @@ class Comparison:
     entities: tuple[str, ...]
     aspects: tuple[str, ...]
     chinese: bool
-
-
-def has_cjk(text: str) -> bool:
-    """True when ``text`` contains a CJK ideograph."""
-    return _CJK.search(text) is not None
 
 
 def parse_comparison(text: str) -> Comparison | None:

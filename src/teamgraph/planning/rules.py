@@ -6,8 +6,9 @@ import re
 from collections.abc import Sequence
 
 from teamgraph.plan import Plan, Step
-from teamgraph.planning.parsing import Comparison, has_cjk, parse_comparison, split_sequence
+from teamgraph.planning.parsing import Comparison, parse_comparison, split_sequence
 from teamgraph.planning.routing import WorkerInfo, route
+from teamgraph.text import has_cjk
 
 COMPARISON_CONFIDENCE = 0.8
 SEQUENCE_CONFIDENCE = 0.7

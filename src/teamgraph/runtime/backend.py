@@ -17,9 +17,9 @@ from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.ledger import SqliteLedger, StepLedger, StoreLedger
-from teamgraph.runtime.checkpointer import LoopSqliteSaver
+from teamgraph.runtime.checkpointer import LoopSqliteSaver, with_crash_points
 from teamgraph.storage.direct import Direct
-from teamgraph.storage.runs import RunRepository
+from teamgraph.storage.run_store import PostgresRunStore, RunStore, SqlRunStore
 
 # WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
 # durability runs need); only an OS crash or power loss may lose the last commits.
@@ -39,12 +39,12 @@ def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 @dataclass
 class Backend:
-    """Checkpointer, store (shared memory), step ledger, run table and knowledge index."""
+    """Checkpointer, store (shared memory), step ledger, run store and knowledge index."""
 
     checkpointer: BaseCheckpointSaver[Any]
     store: BaseStore
     ledger: StepLedger
-    runs: RunRepository
+    runs: RunStore
     knowledge: KnowledgeBase
     engine: AsyncEngine
     direct: Direct  # hot-path reads and short writes that never wait on the event loop
@@ -84,8 +84,8 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
         stack.push_async_callback(engine.dispose)
         direct = Direct(engine, path)
         stack.callback(direct.close)
-        runs = RunRepository(engine, direct)
-        await runs.create_tables()
+        runs = SqlRunStore(engine, direct)
+        await runs.setup()
         ledger = SqliteLedger(path)
         stack.callback(ledger.close)
         yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine, direct)
@@ -104,7 +104,8 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         ) from None
     url = settings.postgres_url
     async with AsyncExitStack() as stack:
-        saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(url))
+        saver_class = with_crash_points(AsyncPostgresSaver)
+        saver = await stack.enter_async_context(saver_class.from_conn_string(url))
         store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(url))
         await saver.setup()
         await store.setup()
@@ -113,7 +114,7 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         )
         stack.push_async_callback(engine.dispose)
         direct = Direct(engine)
-        runs = RunRepository(engine, direct)
-        await runs.create_tables()
+        runs = PostgresRunStore(engine, direct)
+        await runs.setup()
         knowledge = KnowledgeBase(settings.knowledge_path.resolve())
         yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine, direct)

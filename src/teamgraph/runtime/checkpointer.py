@@ -29,6 +29,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from teamgraph.faults import point
+
 T = TypeVar("T")
 
 
@@ -67,10 +69,13 @@ class LoopSqliteSaver(AsyncSqliteSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        point("checkpoint.before")
         try:
-            return self._fast(lambda saver: saver.put(config, checkpoint, metadata, new_versions))
+            saved = self._fast(lambda saver: saver.put(config, checkpoint, metadata, new_versions))
         except _Busy:
-            return await super().aput(config, checkpoint, metadata, new_versions)
+            saved = await super().aput(config, checkpoint, metadata, new_versions)
+        point("checkpoint.after")
+        return saved
 
     async def aput_writes(
         self,
@@ -97,3 +102,18 @@ class LoopSqliteSaver(AsyncSqliteSaver):
             raise _Busy from exc
         finally:
             self._guard.release()
+
+
+def with_crash_points(saver_class: type[Any]) -> type[Any]:
+    """``saver_class`` with the checkpoint crash points around ``aput`` (for checkpointers
+    other than :class:`LoopSqliteSaver`, which has them)."""
+
+    class Pointed(saver_class):  # type: ignore[misc]
+        async def aput(self, *args: Any, **kwargs: Any) -> RunnableConfig:
+            point("checkpoint.before")
+            saved: RunnableConfig = await super().aput(*args, **kwargs)
+            point("checkpoint.after")
+            return saved
+
+    Pointed.__name__ = saver_class.__name__
+    return Pointed

@@ -10,24 +10,32 @@ from langgraph.types import Command, Interrupt
 
 from teamgraph.errors import UsageError
 from teamgraph.events import ApprovalRequested, ClarificationRequested
+from teamgraph.pauses import (
+    ApprovalPause,
+    ApprovalRequest,
+    ClarificationPause,
+    Decision,
+    decision_of,
+    pause_of,
+)
 from teamgraph.run_context import RunContext
 
-Decision = dict[str, Any]  # {"action": "approve" | "reject" | "edit", "comment"?, "args"?}
+DecisionLike = Decision | dict[str, Any]  # typed, or its JSON form {"action": ..., ...}
 
 
 def pending_requests(interrupts: Sequence[Interrupt]) -> list[dict[str, Any]]:
-    """Flat list of what the run waits for: clarifying questions and tool approvals."""
+    """Flat list of what the run waits for, as JSON: clarifying questions and tool approvals."""
     out: list[dict[str, Any]] = []
     for item in interrupts:
-        value = dict(item.value)
-        if value.get("type") == "clarification":
+        pause = pause_of(item.value)
+        if isinstance(pause, ClarificationPause):
             out.append(
-                {"type": "clarification", "interrupt_id": item.id, "question": value["question"]}
+                {"type": "clarification", "interrupt_id": item.id, "question": pause.question}
             )
         else:
             out.extend(
-                {"type": "approval", "interrupt_id": item.id, **request}
-                for request in value.get("requests", [])
+                {"type": "approval", "interrupt_id": item.id, **request.model_dump()}
+                for request in pause.requests
             )
     return out
 
@@ -52,33 +60,38 @@ def emit_pauses(ctx: RunContext, requests: list[dict[str, Any]]) -> None:
 def resume_command(
     interrupts: Sequence[Interrupt],
     answer: str | None = None,
-    decisions: Mapping[str, Decision] | None = None,
-    default: Decision | None = None,
+    decisions: Mapping[str, DecisionLike] | None = None,
+    default: DecisionLike | None = None,
 ) -> Command[Any]:
     """``Command(resume={interrupt id: value})`` for every pending interrupt; a missing answer or
     decision is a :class:`UsageError` that says what the run waits for."""
     values: dict[str, Any] = {}
     for item in interrupts:
-        value = dict(item.value)
-        if value.get("type") == "clarification":
+        pause = pause_of(item.value)
+        if isinstance(pause, ClarificationPause):
             if answer is None:
-                raise UsageError(f"the run waits for an answer to: {value['question']}")
+                raise UsageError(f"the run waits for an answer to: {pause.question}")
             values[item.id] = {"answer": answer}
         else:
-            values[item.id] = {"approvals": _decide(value["requests"], decisions or {}, default)}
+            chosen = _decide(pause, decisions or {}, default)
+            values[item.id] = {"approvals": {k: d.model_dump() for k, d in chosen.items()}}
     return Command(resume=values)
 
 
 def _decide(
-    requests: list[dict[str, Any]], decisions: Mapping[str, Decision], default: Decision | None
+    pause: ApprovalPause, decisions: Mapping[str, DecisionLike], default: DecisionLike | None
 ) -> dict[str, Decision]:
     chosen: dict[str, Decision] = {}
-    for request in requests:
-        decision = decisions.get(request["id"]) or default
+    for request in pause.requests:
+        decision = decisions.get(request.id) or default
         if decision is None:
-            call = f"{request['tool']}({json.dumps(request['args'])})"
-            raise UsageError(f"the run waits for a decision on {call} [{request['id']}]")
-        if decision.get("action") not in ("approve", "reject", "edit"):
-            raise UsageError(f"decision action must be approve, reject or edit: {decision!r}")
-        chosen[request["id"]] = decision
+            raise UsageError(f"the run waits for a decision on {_call(request)} [{request.id}]")
+        try:
+            chosen[request.id] = decision_of(decision)
+        except ValueError as exc:
+            raise UsageError(f"decision on {_call(request)}: {exc}") from None
     return chosen
+
+
+def _call(request: ApprovalRequest) -> str:
+    return f"{request.tool}({json.dumps(request.args)})"

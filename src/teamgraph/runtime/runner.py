@@ -1,23 +1,23 @@
 """The runner: one way to run a team, shared by the Python API, the CLI and the server.
 
 It compiles the team's graph once, runs it on a thread with the checkpointer, turns everything the
-graph does into :mod:`teamgraph.events`, accounts usage and cost, and resumes interrupted runs.
+graph does into :mod:`teamgraph.events`, accounts usage and cost, and resumes interrupted runs. It
+knows patterns only through their :class:`~teamgraph.patterns.contract.Pattern`: the input of a
+new run, and the :class:`~teamgraph.patterns.contract.Outcome` its state folds into.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing, nullcontext, suppress
+from pathlib import Path
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
-from teamgraph import patterns
-from teamgraph.config import Settings
-from teamgraph.errors import BudgetExceeded, UsageError
+from teamgraph.errors import BudgetExceeded, RunConflict, UsageError
 from teamgraph.events import (
     BaseEvent,
     Event,
@@ -26,63 +26,62 @@ from teamgraph.events import (
     RunCompleted,
     RunFailed,
     RunStarted,
+    RunStatus,
     TokenUsage,
 )
-from teamgraph.ledger import StepLedger, StepRecord
+from teamgraph.journal import Journal
+from teamgraph.llm.cassette import Cassette, StandIn
 from teamgraph.llm.pricing import PriceTable
 from teamgraph.llm.provider import ModelProvider
 from teamgraph.llm.usage import UsageTracker
-from teamgraph.patterns import workflow
+from teamgraph.patterns import pattern_of, workflow
+from teamgraph.patterns.contract import Outcome, RunInput
 from teamgraph.plan import Plan
 from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, Template, load_templates
-from teamgraph.result import RunResult, StepResult
+from teamgraph.result import RunResult
 from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
-from teamgraph.runtime.pauses import Decision, emit_pauses, pending_requests, resume_command
+from teamgraph.runtime.config import RunConfig, RunHooks
+from teamgraph.runtime.pauses import DecisionLike, emit_pauses, pending_requests, resume_command
+from teamgraph.runtime.results import build_result
 from teamgraph.specs.team import TeamSpec
+from teamgraph.status import FINISHED
 from teamgraph.storage.models import utcnow
+from teamgraph.storage.run_store import ROW_RESERVE, SeqBlock
 from teamgraph.tools.mcp import load_mcp_tools
-from teamgraph.tools.registry import ToolRegistry, ToolResources, builtin_registry
+from teamgraph.tools.registry import ToolResources
 
-TERMINAL = {"completed", "completed_with_errors"}  # failed or cancelled runs may resume
-# event seqs reserved by the run row's own writes (start, resume): most runs need no other write
-SEQS_WITH_ROW = 10 * Emitter.BLOCK
-RESULT_FIELDS = ("status", "output", "error", "elapsed_s", "usage")
+MIN_SUPERSTEPS = 100
 
 
 class Runner:
-    """Runs one team against a :class:`Backend`."""
+    """Runs one team against a :class:`Backend`. ``slots`` (shared by a server's runners) bounds
+    how many runs execute at once; ``hooks`` see every event of every run."""
 
     def __init__(
         self,
         team: TeamSpec,
         backend: Backend,
+        config: RunConfig | None = None,
         *,
-        settings: Settings | None = None,
-        models: Mapping[str, BaseChatModel] | None = None,
-        model: BaseChatModel | None = None,
-        registry: ToolRegistry | None = None,
-        ledger: StepLedger | None = None,
-        user_id: str = "default",
         slots: asyncio.Semaphore | None = None,
+        hooks: Sequence[RunHooks] = (),
     ) -> None:
         self.team = team
         self.backend = backend
-        self.user_id = user_id
-        self.slots = slots  # shared by a server's runners: how many runs execute at once
-        self.settings = settings or Settings()
-        self.models = ModelProvider(self.settings, models, model)
-        self.registry = registry or builtin_registry()
-        self.ledger = ledger or backend.ledger
-        self.prices = PriceTable.load(self.settings.prices_file)
+        self.config = config = config or RunConfig()
+        self.slots = slots
+        self.hooks = tuple(hooks)
+        self.models = ModelProvider(config.settings, config.models, config.model)
+        self.prices = PriceTable.load(config.settings.prices_file)
         self.templates: dict[str, Template] = load_templates(
-            [BUILTIN_TEMPLATES_DIR, *self.settings.templates_dirs, *team.workflow.templates_dirs]
+            [BUILTIN_TEMPLATES_DIR, *config.settings.templates_dirs, *team.workflow.templates_dirs]
         )
-        self.graph = patterns.build(team, backend.checkpointer)
-        self._finished: dict[str, RunResult] = {}
-        self._reservations: set[asyncio.Task[None]] = set()  # seq high-water marks being saved
-        self._mcp_loaded = False  # results of runs that ended in this process
+        self.pattern = pattern_of(team)
+        self.graph = self.pattern.build(team, backend.checkpointer)
+        self._mcp_loaded = False  # the team's MCP tools are in the registry
 
+    # --- starting and resuming -----------------------------------------------------------------
     async def stream(
         self,
         request: str,
@@ -93,10 +92,33 @@ class Runner:
         plan: Plan | None = None,
         user_id: str | None = None,
         accepted: bool = False,
+        record: str | Path | None = None,
+        replay: str | Path | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """Start a run and yield its events as they happen. ``user_id`` (default: the runner's)
+        """Start a run and yield its events as they happen. ``user_id`` (default: the config's)
         owns the run and namespaces its shared notes. ``accepted``: the caller has stored the
-        run's row already (:meth:`run_row`, with the same ids), e.g. in a transaction of its own."""
+        run's row already (:meth:`run_row`, with the same ids), e.g. in a transaction of its own.
+        ``record``: write every model request and reply and every tool result to this file;
+        ``replay``: answer them from such a file instead (no model is called, no tool runs)."""
+        cassette = _cassette(record, replay)
+        async with aclosing(
+            self._start(request, thread_id, run_id, template, plan, user_id, accepted, cassette)
+        ) as events:
+            async for event in events:  # closing this stream stops the run, at once
+                yield event
+
+    async def _start(
+        self,
+        request: str,
+        thread_id: str | None,
+        run_id: str | None,
+        template: str | None,
+        plan: Plan | None,
+        user_id: str | None,
+        accepted: bool,
+        cassette: Cassette | None = None,
+        into: list[RunResult] | None = None,
+    ) -> AsyncGenerator[Event, None]:
         if not request.strip():
             raise UsageError("the request is empty: say what the team should do")
         run_id = run_id or uuid.uuid4().hex
@@ -104,11 +126,12 @@ class Runner:
         if not accepted:  # nothing stored yet: a failing preparation is the caller's error
             await self._prepare()
             await self.backend.runs.create(
-                **self.run_row(request, run_id, thread_id, template, user_id)
+                self.run_row(request, run_id, thread_id, template, user_id)
             )
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        emitter = self._emitter(run_id, queue, reserved=SEQS_WITH_ROW)
-        ctx = self._context(run_id, thread_id, emitter, user_id)
+        seqs = self.backend.runs.seqs(run_id, 0, ROW_RESERVE)
+        emitter = self._emitter(run_id, queue, seqs)
+        ctx = self._context(run_id, thread_id, emitter, user_id, cassette)
         ctx.emit(
             RunStarted,
             team=self.team.name,
@@ -116,16 +139,16 @@ class Runner:
             input=request,
             thread_id=thread_id,
         )
-        graph_input = self._graph_input(request, template, plan)
+        graph_input = self.pattern.start(self.team, RunInput(request, template, plan))
 
         async def begin() -> None:  # inside the run: a failure here is its run_failed event
             if accepted:
                 await self._prepare()
             if plan is not None and graph_input.get("planned"):  # the graph starts with execute
-                workflow.emit_plan(ctx, plan, "explicit")
+                workflow.emit_plan(ctx, Plan.model_validate(graph_input["plan"]), "explicit")
 
-        async with aclosing(self._drive(graph_input, ctx, queue, begin)) as events:
-            async for event in events:  # closing this stream stops the run, at once
+        async with aclosing(self._drive(graph_input, ctx, queue, begin, into)) as events:
+            async for event in events:
                 yield event
 
     def run_row(
@@ -138,6 +161,7 @@ class Runner:
         **extra: Any,
     ) -> dict[str, Any]:
         """The ``runs`` row of a new run, with the first block of event seqs reserved."""
+        status: RunStatus = "running"
         return {
             "id": run_id,
             "thread_id": thread_id,
@@ -146,12 +170,151 @@ class Runner:
             "pattern": self.team.pattern,
             "input": request,
             "template": template,
-            "status": "running",
+            "status": status,
             "user_id": user_id,
-            "last_seq": SEQS_WITH_ROW,
+            "last_seq": ROW_RESERVE,  # seqs reserved with the row: most runs need no other write
             **extra,
         }
 
+    async def resume_stream(
+        self,
+        run_id: str,
+        *,
+        answer: str | None = None,
+        decisions: Mapping[str, DecisionLike] | None = None,
+        default: DecisionLike | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """Continue a paused or interrupted run. A paused run needs the ``answer`` to its
+        question or ``decisions`` (by request id; ``default`` for all) on its tool calls.
+        Finished steps, model replies and tool results are replayed, never redone."""
+        async with aclosing(self._resume(run_id, answer, decisions, default)) as events:
+            async for event in events:
+                yield event
+
+    async def _resume(
+        self,
+        run_id: str,
+        answer: str | None,
+        decisions: Mapping[str, DecisionLike] | None,
+        default: DecisionLike | None,
+        into: list[RunResult] | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        row = await self.backend.runs.get(run_id)
+        if row.status in FINISHED:
+            raise RunConflict(f"run {run_id} already ended with status {row.status!r}")
+        snapshot = await self.graph.aget_state(self.thread_config(row.thread_id))
+        command: Any = None  # continue from the last checkpoint
+        if snapshot.interrupts:
+            command = resume_command(snapshot.interrupts, answer, decisions, default)
+        elif not snapshot.next:  # stopped before its first checkpoint: start it again
+            command = self.pattern.start(self.team, RunInput(row.input, row.template))
+        await self._prepare()
+        queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
+        seqs = self.backend.runs.seqs(run_id, row.last_seq, row.last_seq + ROW_RESERVE)
+        ctx = self._context(run_id, row.thread_id, self._emitter(run_id, queue, seqs), row.user_id)
+        await self.backend.runs.update(run_id, status="running", last_seq=seqs.reserved)
+        await self._announce_resume(ctx, snapshot.values)
+        async with aclosing(self._drive(command, ctx, queue, into=into)) as events:
+            async for event in events:
+                yield event
+
+    async def _announce_resume(self, ctx: RunContext, values: Mapping[str, Any]) -> None:
+        """Count what earlier executions spent (every recorded model reply, once), then announce
+        ``resumed`` with what is done already and the plan (for a consumer that starts following
+        the run here; the plan is not announced again)."""
+        for entry in await ctx.journal.model_entries(ctx.run_id):
+            ctx.usage.add(entry.agent, entry.steps, entry.usage)
+            ctx.usage.model_calls += 1
+        done = await self.ledger.load(ctx.run_id)
+        completed = sorted(k for k, r in done.items() if r.status == "done")
+        info = self.pattern.outcome(values).plan
+        if info is None:
+            ctx.emit(Resumed, completed_steps=completed)
+            return
+        ctx.emit(
+            Resumed,
+            completed_steps=completed,
+            plan_name=info.plan.name,
+            tier=info.tier,
+            confidence=info.plan.confidence,
+            steps=[step.model_dump() for step in info.plan.steps],
+        )
+
+    async def pending(self, run_id: str) -> list[dict[str, Any]]:
+        """What a paused run waits for: clarifying questions and tool calls to approve."""
+        row = await self.backend.runs.get(run_id)
+        snapshot = await self.graph.aget_state(self.thread_config(row.thread_id))
+        return pending_requests(snapshot.interrupts)
+
+    async def run(self, request: str, **options: Any) -> RunResult:
+        """Run to the end and return the result (options: as :meth:`stream`)."""
+        finished: list[RunResult] = []
+        run_id = options.pop("run_id", None) or uuid.uuid4().hex
+        async with aclosing(
+            self._start(
+                request,
+                options.pop("thread_id", None),
+                run_id,
+                options.pop("template", None),
+                options.pop("plan", None),
+                options.pop("user_id", None),
+                options.pop("accepted", False),
+                _cassette(options.pop("record", None), options.pop("replay", None)),
+                into=finished,
+            )
+        ) as events:
+            async for _ in events:
+                pass
+        return finished[0] if finished else await self.result(run_id)
+
+    async def resume(self, run_id: str, **reply: Any) -> RunResult:
+        """Continue a run to its end (``reply``: as :meth:`resume_stream`)."""
+        finished: list[RunResult] = []
+        events = self._resume(
+            run_id, reply.get("answer"), reply.get("decisions"), reply.get("default"), finished
+        )
+        async with aclosing(events) as stream:
+            async for _ in stream:
+                pass
+        return finished[0] if finished else await self.result(run_id)
+
+    # --- reading -------------------------------------------------------------------------------
+    @property
+    def ledger(self) -> Any:
+        return self.backend.ledger
+
+    async def result(self, run_id: str) -> RunResult:
+        """The stored result of a run (finished or not): its row, its thread's state and the
+        step records stored so far."""
+        row = await self.backend.runs.get(run_id)
+        outcome = self._outcome(await self.thread_state(row.thread_id))
+        outcome.steps = {**outcome.steps, **await self.ledger.load(run_id)}
+        usage = TokenUsage(
+            input_tokens=row.input_tokens, output_tokens=row.output_tokens, cost_usd=row.cost_usd
+        )
+        by_agent = {k: TokenUsage.model_validate(v) for k, v in row.usage_by_agent.items()}
+        return build_result(
+            run_id,
+            row.thread_id,
+            outcome,
+            status=row.status,  # type: ignore[arg-type]
+            output=row.output or "",
+            error=row.error or "",
+            usage=usage,
+            usage_by_agent=by_agent,
+        )
+
+    def _outcome(self, values: Mapping[str, Any]) -> Outcome:
+        outcome = self.pattern.outcome(values)
+        if self.team.initial_state is None:  # no shared state: what tools kept is scratch
+            outcome.shared_state = None
+        return outcome
+
+    async def thread_state(self, thread_id: str) -> dict[str, Any]:
+        """The graph state of a thread as its last checkpoint holds it."""
+        return dict((await self.graph.aget_state(self.thread_config(thread_id))).values)
+
+    # --- executing -----------------------------------------------------------------------------
     async def _prepare(self) -> None:
         """Index the team's knowledge (incrementally) and load its MCP tools (once)."""
         knowledge = sorted(set(_knowledge(self.team)))
@@ -159,108 +322,29 @@ class Runner:
             await asyncio.to_thread(self.backend.knowledge.ingest, knowledge)
         if self.team.mcp_servers and not self._mcp_loaded:
             for ref, tool in (await load_mcp_tools(self.team.mcp_servers)).items():
-                self.registry.add(tool, ref)
+                self.config.registry.add(tool, ref)
             self._mcp_loaded = True
 
-    async def resume_stream(
+    def _context(
         self,
         run_id: str,
-        *,
-        answer: str | None = None,
-        decisions: Mapping[str, Decision] | None = None,
-        default: Decision | None = None,
-    ) -> AsyncGenerator[Event, None]:
-        """Continue a paused or interrupted run. A paused run needs the ``answer`` to its
-        question or ``decisions`` (by request id; ``default`` for all) on its tool calls.
-        Finished steps, model replies and tool results are replayed, never redone."""
-        row = await self.backend.runs.get(run_id)
-        if row.status in TERMINAL:
-            raise UsageError(f"run {run_id} already ended with status {row.status!r}")
-        snapshot = await self.graph.aget_state(self._config(row.thread_id))
-        command: Any = None  # continue from the last checkpoint
-        if snapshot.interrupts:
-            command = resume_command(snapshot.interrupts, answer, decisions, default)
-        elif not snapshot.next:  # stopped before its first checkpoint: start it again
-            command = self._graph_input(row.input, row.template, None)
-        await self._prepare()
-        queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
-        reserved = row.last_seq + SEQS_WITH_ROW
-        emitter = self._emitter(run_id, queue, row.last_seq, reserved)
-        ctx = self._context(run_id, row.thread_id, emitter, row.user_id)
-        await self.backend.runs.update(run_id, status="running", last_seq=reserved)
-        self._replay_preamble(ctx, snapshot.values, await self.ledger.load(run_id))
-        async with aclosing(self._drive(command, ctx, queue)) as events:
-            async for event in events:
-                yield event
-
-    def _graph_input(self, request: str, template: str | None, plan: Plan | None) -> dict[str, Any]:
-        graph_input: dict[str, Any] = {"request": request}
-        if self.team.pattern == "workflow":
-            graph_input |= workflow.graph_input(self.team, template, plan)
-        return graph_input
-
-    async def pending(self, run_id: str) -> list[dict[str, Any]]:
-        """What a paused run waits for: clarifying questions and tool calls to approve."""
-        row = await self.backend.runs.get(run_id)
-        snapshot = await self.graph.aget_state(self._config(row.thread_id))
-        return pending_requests(snapshot.interrupts)
-
-    def _replay_preamble(
-        self, ctx: RunContext, state: Mapping[str, Any], done: Mapping[str, StepRecord]
-    ) -> None:
-        if state.get("planner_usage"):
-            ctx.usage.add("planner", None, TokenUsage.model_validate(state["planner_usage"]))
-        ctx.emit(Resumed, completed_steps=sorted(k for k, r in done.items() if r.status == "done"))
-        if state.get("plan"):
-            plan = Plan.model_validate(state["plan"])
-            workflow.emit_plan(ctx, plan, state.get("tier", "llm"), state.get("notes"))
-
-    async def run(self, request: str, **options: Any) -> RunResult:
-        """Run to the end and return the result."""
-        run_id = options.pop("run_id", None) or uuid.uuid4().hex
-        async for _ in self.stream(request, run_id=run_id, **options):
-            pass
-        return self._finished.pop(run_id, None) or await self.result(run_id)
-
-    async def resume(self, run_id: str) -> RunResult:
-        async for _ in self.resume_stream(run_id):
-            pass
-        return self._finished.pop(run_id, None) or await self.result(run_id)
-
-    async def result(self, run_id: str) -> RunResult:
-        """The stored result of a run (finished or not)."""
-        row = await self.backend.runs.get(run_id)
-        state = (await self.graph.aget_state(self._config(row.thread_id))).values
-        plan = state.get("plan")
-        records = await self.ledger.load(run_id)
-        return RunResult(
-            run_id=run_id,
-            thread_id=row.thread_id,
-            status=row.status,
-            output=row.output or "",
-            error=row.error or "",
-            planner_tier=row.planner_tier,
-            plan=plan,
-            steps=_steps(plan, records),
-            usage=TokenUsage(
-                input_tokens=row.input_tokens,
-                output_tokens=row.output_tokens,
-                cost_usd=row.cost_usd,
-            ),
-            usage_by_agent={k: TokenUsage.model_validate(v) for k, v in row.usage_by_agent.items()},
-        )
-
-    def _context(
-        self, run_id: str, thread_id: str, emitter: Emitter, user_id: str | None = None
+        thread_id: str,
+        emitter: Emitter,
+        user_id: str | None = None,
+        cassette: Cassette | None = None,
     ) -> RunContext:
-        user = user_id or self.user_id
+        user = user_id or self.config.user_id
+        models = self.models
+        if cassette is not None and cassette.replaying:  # every named model: the recording
+            config = self.config
+            models = ModelProvider(config.settings, config.models, config.model, StandIn())
         return RunContext(
             run_id=run_id,
             thread_id=thread_id,
             team=self.team,
             emitter=emitter,
-            models=self.models,
-            tools=self.registry,
+            models=models,
+            tools=self.config.registry,
             tool_resources=ToolResources(
                 knowledge=self.backend.knowledge,
                 store=self.backend.store,
@@ -269,30 +353,28 @@ class Runner:
             store=self.backend.store,
             user_id=user,
             ledger=self.ledger,
+            journal=Journal(self.ledger),
             usage=UsageTracker(self.prices, self.team.budget),
             templates=self.templates,
+            cassette=cassette,
         )
 
     def _emitter(
-        self,
-        run_id: str,
-        queue: asyncio.Queue[BaseEvent | None],
-        start_seq: int = 0,
-        reserved: int | None = None,
+        self, run_id: str, queue: asyncio.Queue[BaseEvent | None], seqs: SeqBlock
     ) -> Emitter:
-        def reserve(upto: int) -> None:
-            task = asyncio.get_running_loop().create_task(
-                self.backend.runs.update(run_id, last_seq=upto)
-            )
-            self._reservations.add(task)
-            task.add_done_callback(self._reservations.discard)
+        """Events go to the run's stream and to every hook."""
+        sinks = [queue.put_nowait, *(hook.on_event for hook in self.hooks)]
 
-        return Emitter(run_id, queue.put_nowait, start_seq, reserve=reserve, reserved=reserved)
+        def sink(event: BaseEvent) -> None:
+            for deliver in sinks:
+                deliver(event)
 
-    def _config(self, thread_id: str) -> RunnableConfig:
-        # supersteps: a swarm turn takes two per handoff, a supervisor turn two per decision
-        limit = 2 * max(self.team.swarm.max_handoffs, self.team.supervisor.max_turns) + 50
-        return {"configurable": {"thread_id": thread_id}, "recursion_limit": max(100, limit)}
+        return Emitter(run_id, sinks[0] if len(sinks) == 1 else sink, seqs)
+
+    def thread_config(self, thread_id: str) -> RunnableConfig:
+        """LangGraph's config for a thread of this team (its checkpoints, its limits)."""
+        limit = max(MIN_SUPERSTEPS, self.pattern.supersteps(self.team))
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": limit}
 
     async def _drive(
         self,
@@ -300,8 +382,9 @@ class Runner:
         ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
         begin: Callable[[], Awaitable[None]] | None = None,
+        into: list[RunResult] | None = None,
     ) -> AsyncGenerator[Event, None]:
-        task = asyncio.create_task(self._invoke(graph_input, ctx, queue, begin))
+        task = asyncio.create_task(self._invoke(graph_input, ctx, queue, begin, into))
         try:
             while (event := await queue.get()) is not None:
                 yield event  # type: ignore[misc]
@@ -321,22 +404,26 @@ class Runner:
         graph_input: Any,
         ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
-        begin: Callable[[], Awaitable[None]] | None = None,
+        begin: Callable[[], Awaitable[None]] | None,
+        into: list[RunResult] | None,
     ) -> None:
         try:
             if begin is not None:
                 await begin()
             async with self.slots or nullcontext():  # started and announced; now execute
                 final = await self.graph.ainvoke(
-                    graph_input, self._config(ctx.thread_id), context=ctx, durability="sync"
+                    graph_input, self.thread_config(ctx.thread_id), context=ctx, durability="sync"
                 )
+            if ctx.cassette is not None and ctx.cassette.mismatch is not None:
+                raise ctx.cassette.mismatch  # a replay that left its recording fails the run
             if final.get("__interrupt__"):
                 await self._pause(ctx, final["__interrupt__"])
             else:
-                await self._finish(ctx, final)
+                await self._finish(ctx, self._outcome(final), into)
         except BudgetExceeded as exc:
-            state = (await self.graph.aget_state(self._config(ctx.thread_id))).values
-            await self._finish(ctx, {**state, "status": "budget_exceeded", "error": str(exc)})
+            outcome = self._outcome(await self.thread_state(ctx.thread_id))
+            outcome.status, outcome.error = "budget_exceeded", str(exc)
+            await self._finish(ctx, outcome, into)
         except asyncio.CancelledError:
             ctx.emit(RunCancelled, reason="cancelled")
             await self._save(ctx, status="cancelled", error="cancelled")
@@ -351,30 +438,40 @@ class Runner:
         emit_pauses(ctx, pending_requests(interrupts))
         await self._save(ctx, status="interrupted", finished_at=None)
 
-    async def _finish(self, ctx: RunContext, final: Mapping[str, Any]) -> None:
-        status, output = final.get("status", "completed"), final.get("output", "")
-        error = final.get("error", "")
-        ctx.emit(RunCompleted, status=status, output=output, usage=ctx.usage.total)
-        await self._save(
-            ctx, status=status, output=output, planner_tier=final.get("tier"), error=error or None
-        )
-        records = final.get("steps", {})  # as the ledger saved them (JSON): StepResult validates
-        self._finished[ctx.run_id] = RunResult(
-            run_id=ctx.run_id,
-            thread_id=ctx.thread_id,
-            status=status,
-            output=output,
-            error=error,
-            planner_tier=final.get("tier"),
-            plan=final.get("plan"),
-            steps=_steps(final.get("plan"), records),
+    async def _finish(
+        self, ctx: RunContext, outcome: Outcome, into: list[RunResult] | None
+    ) -> None:
+        ctx.emit(
+            RunCompleted,
+            status=outcome.status,
+            output=outcome.output,
             usage=ctx.usage.total,
-            usage_by_agent=dict(ctx.usage.by_agent),
+            shared_state=outcome.shared_state,
         )
+        tier = outcome.plan.tier if outcome.plan else None
+        await self._save(
+            ctx,
+            status=outcome.status,
+            output=outcome.output,
+            planner_tier=tier,
+            error=outcome.error or None,
+        )
+        if into is not None:
+            into.append(
+                build_result(
+                    ctx.run_id,
+                    ctx.thread_id,
+                    outcome,
+                    usage=ctx.usage.total,
+                    usage_by_agent=dict(ctx.usage.by_agent),
+                )
+            )
 
     async def _save(self, ctx: RunContext, **fields: Any) -> None:
         ctx.closed = True
-        await asyncio.gather(*self._reservations)  # never let a late reservation overwrite this
+        seqs = ctx.emitter.seqs
+        if isinstance(seqs, SeqBlock):
+            await seqs.settle()  # never let a late reservation overwrite this
         total = ctx.usage.total
         await self.backend.runs.update(
             ctx.run_id,
@@ -387,6 +484,14 @@ class Runner:
         )
 
 
+def _cassette(record: str | Path | None, replay: str | Path | None) -> Cassette | None:
+    if record is not None and replay is not None:
+        raise UsageError("record or replay a run, not both at once")
+    if replay is not None:
+        return Cassette(replay, "replay")
+    return Cassette(record, "record") if record is not None else None
+
+
 def _knowledge(team: TeamSpec) -> list[str]:
     """The knowledge paths of a team and of its nested teams."""
     paths = list(team.knowledge)
@@ -394,20 +499,3 @@ def _knowledge(team: TeamSpec) -> list[str]:
         if isinstance(member, TeamSpec):
             paths += _knowledge(member)
     return paths
-
-
-def _steps(plan: Mapping[str, Any] | None, records: Mapping[str, Any]) -> list[StepResult]:
-    return [
-        StepResult(id=s["id"], worker=s["worker"], task=s["task"], **_record(records, s["id"]))
-        for s in (plan or {}).get("steps", [])
-    ]
-
-
-def _record(records: Mapping[str, Any], step_id: str) -> dict[str, Any]:
-    """A step's result fields from its :class:`StepRecord` (or the record's JSON form)."""
-    record = records.get(step_id)
-    if record is None:
-        return {"status": "pending"}
-    if isinstance(record, StepRecord):
-        record = record.__dict__
-    return {k: record[k] for k in RESULT_FIELDS if k in record}

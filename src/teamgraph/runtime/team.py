@@ -14,6 +14,7 @@ from teamgraph.config import Settings
 from teamgraph.events import Event
 from teamgraph.result import RunResult
 from teamgraph.runtime.backend import open_backend
+from teamgraph.runtime.config import RunConfig
 from teamgraph.runtime.runner import Runner
 from teamgraph.specs.loader import check_tools, load_team_file, team_from_dict
 from teamgraph.specs.team import TeamSpec
@@ -21,11 +22,13 @@ from teamgraph.tools.registry import ToolRegistry, builtin_registry
 
 
 class Team:
-    """A team spec plus what it needs to run: settings, models, tools (``tools`` adds Python
-    tools, e.g. ``@tool`` functions, that members name in their ``tools``).
+    """A team spec plus what it needs to run, its :class:`RunConfig`: settings, models, tools
+    (``tools`` adds Python tools, e.g. ``@tool`` functions, that members name in their
+    ``tools``), and the user it runs for.
 
-    ``models`` maps a role (an agent's name, ``planner`` or ``synthesizer``) to a chat model
-    instance; ``model`` replaces every role's model (handy with :mod:`teamgraph.testing`)."""
+    ``models`` maps a role (an agent's name, ``planner``, ``synthesizer``, ``supervisor``,
+    ``moderator``) to a chat model instance; ``model`` replaces every other role's model (handy
+    with :mod:`teamgraph.testing`)."""
 
     def __init__(
         self,
@@ -38,15 +41,16 @@ class Team:
         tools: Sequence[BaseTool] = (),
         user_id: str = "default",
     ) -> None:
-        self.registry = registry or builtin_registry()
+        registry = registry or builtin_registry()
         for tool in tools:  # Python tools (e.g. ``@tool`` functions), referenced by name
-            self.registry.add(tool)
-        check_tools(spec, self.registry.names(), spec.name)
+            registry.add(tool)
+        check_tools(spec, registry.names(), spec.name)
         self.spec = spec
-        self.settings = settings or Settings()
-        self.models = models
-        self.model = model
-        self.user_id = user_id  # namespaces shared notes (save_note / search_notes)
+        self.config = RunConfig(settings or Settings(), models or {}, model, registry, user_id)
+
+    @property
+    def settings(self) -> Settings:
+        return self.config.settings
 
     @classmethod
     def from_yaml(cls, path: str | Path, **options: Any) -> Team:
@@ -58,19 +62,17 @@ class Team:
     def from_dict(cls, data: Mapping[str, Any], **options: Any) -> Team:
         return cls(team_from_dict(data), **options)
 
+    def derive(self, spec: TeamSpec) -> Team:
+        """Another team set up to run as this one is (same settings, models, tools, user)."""
+        derived = Team.__new__(Team)
+        derived.spec, derived.config = spec, self.config
+        return derived
+
     @asynccontextmanager
     async def runner(self) -> AsyncIterator[Runner]:
         """A runner with its storage open, for several calls in a row."""
         async with open_backend(self.settings) as backend:
-            yield Runner(
-                self.spec,
-                backend,
-                settings=self.settings,
-                models=self.models,
-                model=self.model,
-                registry=self.registry,
-                user_id=self.user_id,
-            )
+            yield Runner(self.spec, backend, self.config)
 
     async def run(self, request: str, **options: Any) -> RunResult:
         """Run the team on ``request`` to the end (options: thread_id, run_id, template, plan)."""
@@ -83,7 +85,8 @@ class Team:
             async for event in events:
                 yield event
 
-    async def resume(self, run_id: str) -> RunResult:
-        """Finish an interrupted run without re-running its finished steps."""
+    async def resume(self, run_id: str, **reply: Any) -> RunResult:
+        """Finish an interrupted or paused run without re-running its finished steps
+        (``reply``: ``answer``, or ``decisions``/``default`` for pending tool calls)."""
         async with self.runner() as runner:
-            return await runner.resume(run_id)
+            return await runner.resume(run_id, **reply)

@@ -1,4 +1,7 @@
-"""What a run looks like so far, folded from its events (used by the CLI's live table)."""
+"""What a run looks like so far, folded from its events (used by the CLI's live table).
+
+The web workspace folds the same events in ``ui/static/js/runstate.js``; tests/ui check that the
+two agree on every event log they are given (status, plan, step states and tokens, usage)."""
 
 from __future__ import annotations
 
@@ -10,8 +13,10 @@ from teamgraph.events import (
     ClarificationRequested,
     PlanCreated,
     Resumed,
+    RunCancelled,
     RunCompleted,
     RunFailed,
+    RunStatus,
     StepCompleted,
     StepFailed,
     StepSkipped,
@@ -45,13 +50,17 @@ class RunView:
     plan_notes: list[str] = field(default_factory=list)
     steps: dict[str, StepView] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
-    status: str = "running"
+    status: RunStatus = "running"
     output: str = ""
     error: str = ""
     done_before_resume: list[str] = field(default_factory=list)
+    works_for: dict[tuple[str, ...], str] = field(default_factory=dict)  # nested team → its step
 
     def apply(self, event: BaseEvent) -> None:
         self.run_id = event.run_id
+        team = tuple(event.path[:-1] if not isinstance(event, PlanCreated) else event.path)
+        if len(team) > 1 and event.parent_id:
+            self.works_for.setdefault(team, event.parent_id)
         if _nested(event):  # nested teams' plans and steps belong to their own views
             return
         handler = getattr(self, f"_on_{type(event).__name__}", None)
@@ -70,6 +79,14 @@ class RunView:
     def _on_Resumed(self, e: Resumed) -> None:
         self.done_before_resume = list(e.completed_steps)
         self.status = "running"
+        if e.plan_name is not None and not self.steps:  # following the run from here
+            self.plan_name, self.confidence = e.plan_name, e.confidence or 0.0
+            self.tier = e.tier or ""
+            self.steps = {s["id"]: StepView(s["id"], s["worker"], s["task"]) for s in e.steps}
+        for step_id in self.done_before_resume:
+            if step_id in self.steps and self.steps[step_id].state != "done":
+                self.steps[step_id].state = "done"
+                self.steps[step_id].detail = "done before resume"
 
     def _on_ApprovalRequested(self, e: ApprovalRequested) -> None:
         self.status = "interrupted"
@@ -99,14 +116,25 @@ class RunView:
 
     def _on_UsageRecorded(self, e: UsageRecorded) -> None:
         self.usage = self.usage + e.usage
-        if e.step_id and e.step_id in self.steps:
-            self.steps[e.step_id].tokens += e.usage.total_tokens
+        step_id = self._root_step(tuple(e.path[:-1]), e.step_id)
+        if step_id and step_id in self.steps:
+            self.steps[step_id].tokens += e.usage.total_tokens
+
+    def _root_step(self, team: tuple[str, ...], step_id: str | None) -> str | None:
+        """The top-level step a nested team's work is charged to (through every level)."""
+        while len(team) > 1:
+            step_id = self.works_for.get(team)
+            team = team[:-1]
+        return step_id
 
     def _on_RunCompleted(self, e: RunCompleted) -> None:
         self.status, self.output, self.usage = e.status, e.output, e.usage
 
     def _on_RunFailed(self, e: RunFailed) -> None:
         self.status, self.error = "failed", e.error
+
+    def _on_RunCancelled(self, e: RunCancelled) -> None:
+        self.status, self.error = "cancelled", e.reason
 
     def _step(self, step_id: str, worker: str) -> StepView:
         if step_id not in self.steps:

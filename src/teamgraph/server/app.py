@@ -26,11 +26,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_backend(settings) as backend:  # also runs the migrations
             sessions = async_sessionmaker(backend.engine, expire_on_commit=False)
-            state = AppState(settings, backend, load_teams(settings), sessions)
-            state.extras["runs"] = manager = RunManager(state)  # runs: background runs, SSE
+            metrics = app.state.metrics
+            state = AppState(settings, backend, load_teams(settings), sessions, metrics)
+            state.runs = manager = RunManager(state)  # background runs, SSE
             app.state.teamgraph = state
             try:
-                with ops.running(app):  # ops: metrics in AppState.extras, JSON logs when enabled
+                with ops.running(app):  # JSON logs when enabled
                     yield
             finally:
                 await manager.shutdown()  # runs: cancel running runs (they stay resumable)

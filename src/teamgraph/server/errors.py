@@ -7,7 +7,7 @@ from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from teamgraph.errors import RunNotFound, UsageError
+from teamgraph.errors import RunConflict, RunNotFound, UsageError
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -28,6 +28,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RunNotFound)
     async def not_found(_: Request, exc: RunNotFound) -> JSONResponse:
         return JSONResponse({"detail": "Run not found"}, status_code=status.HTTP_404_NOT_FOUND)
+
+    @app.exception_handler(RunConflict)
+    async def conflict(_: Request, exc: RunConflict) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
 
     @app.exception_handler(UsageError)
     async def usage(_: Request, exc: UsageError) -> JSONResponse:

@@ -3,7 +3,7 @@ middleware (rate limits, body limit, CORS, request ids) and JSON logs.
 
 The run manager feeds the run metrics through the app's :class:`Metrics`
 (``metrics_of(state)``): ``observe_step(seconds)``, ``add_usage(tokens, usd)``, or simply
-``observe_event(event)`` for every event it handles.
+``on_event(event)`` for every event (the metrics are a run hook of every served team).
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from sqlalchemy import func, select, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import text
 
 from teamgraph.config import Settings
 from teamgraph.events import BaseEvent, StepCompleted, UsageRecorded
@@ -33,7 +32,7 @@ from teamgraph.server.deps import State
 from teamgraph.server.logging import json_logging, json_logs_enabled
 from teamgraph.server.middleware import install_middleware
 from teamgraph.server.state import AppState
-from teamgraph.storage.models import RunRow
+from teamgraph.storage.run_store import RunStore
 
 HEALTH_TIMEOUT_S = 5.0
 STEP_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
@@ -80,27 +79,26 @@ class Metrics:
         self.tokens.inc(max(0, tokens))
         self.cost.inc(max(0.0, usd))
 
-    def observe_event(self, event: BaseEvent) -> None:
-        """Step latency from ``step_completed``, tokens and cost from ``usage`` (one per model
-        call, so usage counts live and is never counted twice)."""
+    def on_event(self, event: BaseEvent) -> None:
+        """A run hook. Step latency from ``step_completed``, tokens and cost from ``usage`` (one
+        per model call, so usage counts live and is never counted twice)."""
         if isinstance(event, StepCompleted):
             self.observe_step(event.elapsed_s)
         elif isinstance(event, UsageRecorded):
             usage = event.usage
             self.add_usage(usage.input_tokens + usage.output_tokens, usage.cost_usd)
 
-    async def refresh_runs(self, engine: AsyncEngine) -> None:
-        """Runs by status, read from the runs table (called at scrape time)."""
-        query = select(RunRow.status, func.count()).group_by(RunRow.status)
+    async def refresh_runs(self, store: RunStore) -> None:
+        """Runs by status, read from the run store (called at scrape time)."""
         try:
-            async with asyncio.timeout(HEALTH_TIMEOUT_S), engine.connect() as conn:
-                rows = (await conn.execute(query)).all()
+            async with asyncio.timeout(HEALTH_TIMEOUT_S):
+                counts = await store.count_by_status()
         except Exception:
             self.database_up.set(0)
             return
         self.database_up.set(1)
         self.runs.clear()
-        for status, count in rows:
+        for status, count in counts.items():
             self.runs.labels(status).set(count)
 
     def render(self) -> bytes:
@@ -110,9 +108,8 @@ class Metrics:
 def metrics_of(holder: AppState | FastAPI) -> Metrics:
     """The metrics of an app (or of its state, for the run manager)."""
     if isinstance(holder, AppState):
-        metrics: Metrics = holder.extras["metrics"]
-    else:
-        metrics = holder.state.metrics
+        return holder.metrics
+    metrics: Metrics = holder.state.metrics
     return metrics
 
 
@@ -143,7 +140,7 @@ async def health(state: State) -> JSONResponse:
 async def metrics(request: Request, state: State) -> Response:
     """Prometheus metrics of this process."""
     collected = metrics_of(request.app)
-    await collected.refresh_runs(state.backend.engine)
+    await collected.refresh_runs(state.backend.runs)
     return Response(collected.render(), media_type=CONTENT_TYPE_LATEST)
 
 
@@ -156,11 +153,9 @@ def install(app: FastAPI, settings: Settings) -> None:
 
 @contextmanager
 def running(app: FastAPI) -> Iterator[None]:
-    """Inside the lifespan, once ``app.state.teamgraph`` exists: puts the metrics in
-    ``AppState.extras["metrics"]`` and turns JSON logs on when enabled (after uvicorn has
-    configured its loggers, so they stay JSON)."""
+    """Inside the lifespan, once ``app.state.teamgraph`` exists: turns JSON logs on when
+    enabled (after uvicorn has configured its loggers, so they stay JSON)."""
     state: AppState = app.state.teamgraph
-    state.extras["metrics"] = app.state.metrics
     logs: Any = json_logging() if json_logs_enabled(state.settings) else nullcontext()
     with logs:
         yield

@@ -1,4 +1,7 @@
-"""The server's runs: asyncio tasks on one cached runner per team, events in :mod:`run_log`."""
+"""The server's runs: asyncio tasks on one cached runner per team, events in an ``EventLog``.
+
+A live run's life is an explicit state machine (:data:`Phase`, :data:`NEXT`): claimed →
+executing → (stopping →) closing → closed; every transition goes through ``_Live.enter``."""
 
 from __future__ import annotations
 
@@ -7,37 +10,60 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert
 
+from teamgraph.errors import RunConflict
 from teamgraph.events import BaseEvent, Event, RunCompleted
+from teamgraph.runtime import event_log as rl
 from teamgraph.runtime.runner import Runner
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
-from teamgraph.server import run_log as rl
-from teamgraph.server.run_log import RunConflict
 from teamgraph.server.state import AppState
-from teamgraph.storage.models import MessageRow, RunRow, SessionRow
+from teamgraph.status import OPEN, PAUSED
+from teamgraph.storage.models import MessageRow, SessionRow
 
 log = logging.getLogger(__name__)
 
 
+Phase = Literal["claimed", "executing", "stopping", "closing", "closed"]
+# claimed:   the session is taken; the run is being checked and stored
+# executing: its task runs the graph; events flow into its log
+# stopping:  cancel was asked; the task is being cancelled
+# closing:   its stream ended: the last events are stored, the answer kept
+# closed:    gone from this process (refused before it started, or done)
+NEXT: dict[Phase, frozenset[Phase]] = {
+    "claimed": frozenset({"executing", "closed"}),
+    "executing": frozenset({"stopping", "closing"}),
+    "stopping": frozenset({"closing"}),
+    "closing": frozenset({"closed"}),
+    "closed": frozenset(),
+}
+
+
 @dataclass(eq=False)
-class _Live:  # a run executing (or about to) in this process
+class _Live:
+    """A run executing (or about to) in this process, and where it is in its life."""
+
     run_id: str
     session_id: str
     user_id: str | None
     message: str | None  # a resumed run's answer, stored in the session once it has started
     new: bool  # a new run: its row, owner, session and message are stored before it starts
+    phase: Phase = "claimed"
     log: rl.EventLog | None = None
-    ready: asyncio.Future[None] = field(default_factory=asyncio.Future)
+    ready: asyncio.Future[None] = field(default_factory=asyncio.Future)  # its first event is out
     task: asyncio.Task[None] | None = None
-    started: asyncio.Task[None] | None = None
-    cancelling: bool = False
+    started: asyncio.Task[None] | None = None  # storing a resumed run's answer
     ended: bool = False  # it emitted its end or its pause
     last_seq: int = 0
     output: str = ""
+
+    def enter(self, phase: Phase) -> None:
+        if phase not in NEXT[self.phase]:
+            raise RuntimeError(f"run {self.run_id}: no way from {self.phase} to {phase}")
+        self.phase = phase
 
 
 class RunManager:
@@ -45,11 +71,11 @@ class RunManager:
 
     def __init__(self, state: AppState) -> None:
         self.state = state
-        self._runners: dict[str, tuple[Team, rl.LoggedRunner]] = {}
+        self._runners: dict[str, tuple[Team, Runner]] = {}
         self._live: dict[str, _Live] = {}
         # admission control: every run is accepted and announced at once, a few execute at a time
         self._slots = asyncio.Semaphore(state.settings.max_concurrent_runs)
-        self._writer = rl.EventWriter(state.backend.direct)  # every live run's events, batched
+        self._writer = rl.EventWriter(state.backend.runs)  # every live run's events, batched
 
     def runner(self, team_name: str) -> Runner:
         """The cached runner of a served team (rebuilt when the team is replaced)."""
@@ -57,7 +83,10 @@ class RunManager:
         if team is None:
             raise RunConflict(f"team {team_name!r} is not served any more")
         if self._runners.get(team_name, (None,))[0] is not team:
-            runner = rl.LoggedRunner.for_team(team, self.state.backend, self._on_event, self._slots)
+            hooks = (self, self.state.metrics)  # every event: the run's log, the metrics
+            runner = Runner(
+                team.spec, self.state.backend, team.config, slots=self._slots, hooks=hooks
+            )
             self._runners[team_name] = (team, runner)
         return self._runners[team_name][1]
 
@@ -79,10 +108,9 @@ class RunManager:
 
         message = {"session_id": session.id, "role": "user", "content": request}
 
-        async def accept() -> None:  # one short transaction
-            await self.state.backend.direct.run(
-                [(insert(RunRow), row), (insert(MessageRow), {**message, "run_id": live.run_id})]
-            )
+        async def accept() -> None:  # one short transaction: the run and the user's message
+            message_row = {**message, "run_id": live.run_id}
+            await self.state.backend.runs.create(row, (insert(MessageRow), message_row))
 
         stream = runner.stream(
             request,
@@ -107,15 +135,15 @@ class RunManager:
         """Stop a running run (it ends ``cancelled``, resumable) or close a paused one."""
         live = self._live.get(run_id)
         if live is not None:
-            if live.task is None:
+            if live.phase == "claimed" or live.task is None:
                 raise RunConflict("the run is starting; try again")
             self._stop(live)
             await asyncio.shield(live.task)
         else:
             row = await self.state.backend.runs.get(run_id)
-            if row.status != "interrupted":
+            if row.status not in PAUSED:
                 raise RunConflict(f"the run is not running (status {row.status!r})")
-            await rl.cancel_stored(self.state.backend, row, "cancelled while paused")
+            await self.state.backend.runs.cancel_stored(run_id, "cancelled while paused")
         return (await self.state.backend.runs.get(run_id)).status
 
     def owner(self, run_id: str) -> str | None:
@@ -126,7 +154,7 @@ class RunManager:
     def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
         """Stored events with ``seq > after_seq``, then live ones until this execution ends."""
         live = self._live.get(run_id)
-        return rl.replay(self.state.backend.engine, run_id, after_seq, live.log if live else None)
+        return rl.replay(self.state.backend.runs, run_id, after_seq, live.log if live else None)
 
     async def shutdown(self) -> None:
         """Cancel every running run (they stay resumable) and wait for their last writes."""
@@ -149,27 +177,26 @@ class RunManager:
             raise RunConflict("this session already has a running run")
         self._live[live.run_id] = live
         try:
-            query = select(RunRow.id, RunRow.status).where(RunRow.session_id == live.session_id)
-            rows = await self.state.backend.direct.rows(
-                query.order_by(RunRow.created_at.desc()).limit(1)
-            )
-            latest = rows[0] if rows else None
-            if latest is not None and live.new and latest.status == "interrupted":
+            latest = await self.state.backend.runs.latest_in_session(live.session_id)
+            if latest is not None and live.new and latest.status in PAUSED:
                 raise RunConflict(f"run {latest.id} of this session is paused: resume or cancel it")
             if latest is not None and not live.new and latest.id != live.run_id:
                 raise RunConflict(f"a later run of this session ({latest.id}) superseded this one")
             if accept is not None:
                 await accept()
         except BaseException:
+            live.enter("closed")
             self._live.pop(live.run_id)
             raise
         live.log = rl.EventLog(self._writer, floor)
+        live.enter("executing")
         live.task = asyncio.create_task(self._run(live, events))
         await asyncio.shield(live.ready)
 
     def _stop(self, live: _Live) -> None:
-        if live.task and live.log and not live.log.closed and not live.cancelling:
-            live.cancelling = True
+        """Cancel an executing run (once; a run already closing keeps its course)."""
+        if live.phase == "executing" and live.task is not None:
+            live.enter("stopping")
             live.task.cancel()
 
     async def _run(self, live: _Live, events: AsyncIterator[Event]) -> None:
@@ -182,20 +209,23 @@ class RunManager:
         await self._close(live, error)
 
     async def _close(self, live: _Live, error: BaseException | None) -> None:
+        stopped = live.phase == "stopping"
+        live.enter("closing")
         try:
             assert live.log is not None
             await live.log.close()
             if live.started is not None:
                 await asyncio.gather(live.started, return_exceptions=True)
-            if live.cancelling and not live.ended:  # stopped before the graph noticed
+            if stopped and not live.ended:  # stopped before the graph noticed
                 row = await self.state.backend.runs.get(live.run_id)
-                if row.status in ("running", "interrupted"):
-                    await rl.cancel_stored(self.state.backend, row, "cancelled", live.last_seq)
+                if row.status in OPEN:
+                    await self.state.backend.runs.cancel_stored(row.id, "cancelled", live.last_seq)
             if live.output:
                 await self._message(live, "assistant", live.output)
         except Exception:
             log.exception("could not close run %s cleanly", live.run_id)
         finally:
+            live.enter("closed")
             self._live.pop(live.run_id, None)
             if live.log is not None:
                 live.log.end()
@@ -205,14 +235,13 @@ class RunManager:
             elif isinstance(error, Exception):
                 log.error("run %s failed outside the graph: %r", live.run_id, error)
 
-    def _on_event(self, event: BaseEvent) -> None:
+    def on_event(self, event: BaseEvent) -> None:
+        """A run hook: every event of a live run joins its log (stored, served to readers)."""
         live = self._live.get(event.run_id)
         if live is None or live.log is None:
             return
         live.log.add(event)
         live.last_seq = event.seq
-        if "metrics" in self.state.extras:  # teamgraph.server.ops: step latency, tokens, cost
-            self.state.extras["metrics"].observe_event(event)
         live.ended = live.ended or rl.kind(event) in rl.STOPS
         if isinstance(event, RunCompleted):
             live.output = event.output

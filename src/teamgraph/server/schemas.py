@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, EmailStr, Field, field_validator
 
 from teamgraph.events import TokenUsage
+from teamgraph.pauses import Decision
 from teamgraph.result import StepResult
 from teamgraph.server.security import password_problems
 
@@ -152,14 +153,10 @@ class RunAccepted(BaseModel):
     status: str = Field(description="The run's status when the answer was sent.")
 
 
-class RunDecision(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RunDecision(Decision):
+    """A decision on one tool call (``edit`` needs ``args``)."""
 
-    action: Literal["approve", "reject", "edit"]
-    comment: SafeText | None = Field(
-        default=None, max_length=2000, description="Shown to the agent."
-    )
-    args: dict[str, Any] | None = Field(default=None, description="The new arguments (edit).")
+    comment: SafeText = Field(default="", max_length=2000, description="Shown to the agent.")
 
 
 class RunResume(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -13,14 +13,21 @@ from teamgraph.errors import SpecError
 from teamgraph.runtime.backend import Backend
 from teamgraph.runtime.team import Team
 
+if TYPE_CHECKING:
+    from teamgraph.server.ops import Metrics
+    from teamgraph.server.runs import RunManager
+
 
 @dataclass
 class AppState:
+    """The app's services, typed: every route and the run manager reach them here."""
+
     settings: Settings
     backend: Backend
     teams: dict[str, Team]
     sessions: async_sessionmaker[AsyncSession]
-    extras: dict[str, Any] = field(default_factory=dict)  # run manager, rate limiter, metrics
+    metrics: Metrics
+    runs: RunManager = field(init=False)  # set once the state exists (the manager holds it)
 
     def team(self, name: str) -> Team:
         if name not in self.teams:

@@ -11,13 +11,11 @@ from sqlalchemy import func, select
 
 from teamgraph.events import Event
 from teamgraph.result import RunResult
-from teamgraph.runtime.team import Team
 from teamgraph.server.state import AppState
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
+from teamgraph.status import FINISHED, PAUSED
 from teamgraph.storage.models import RunRow, SessionRow, TurnResultRow
-
-ENDED = {"completed", "completed_with_errors"}
 
 
 @dataclass
@@ -37,7 +35,7 @@ class Turn:
     def answer(self) -> str:
         if self.question:
             return self.question
-        if self.result.status in ENDED:
+        if self.result.status in FINISHED:
             return self.result.output
         return f"The run ended with status {self.result.status}: {self.result.error}".strip()
 
@@ -50,14 +48,14 @@ async def run_turn(
     text: str,
     template: str | None = None,
 ) -> Turn:
-    manager = state.extras["runs"]
+    manager = state.runs
     run_id = await manager.start(user_id, session, team, text, template)
     events = [e async for e in manager.events(run_id, 0)]
     return Turn(run_id, await manager.runner(team).result(run_id), events)
 
 
 async def resume_turn(state: AppState, run_id: str, team: str, answer: str) -> Turn:
-    manager = state.extras["runs"]
+    manager = state.runs
     row = await state.backend.runs.get(run_id)
     await manager.resume(run_id, answer=answer)
     events = [e async for e in manager.events(run_id, row.last_seq)]
@@ -75,14 +73,7 @@ def derived_team(state: AppState, base: str, suffix: str, spec: TeamSpec) -> str
     """Serve a team derived from ``base`` (one agent alone, or a subset of members)."""
     name = f"{base}:{suffix}"
     if name not in state.teams:
-        parent = state.teams[base]
-        state.teams[name] = Team(
-            spec.model_copy(update={"name": name}),
-            settings=state.settings,
-            registry=parent.registry,
-            models=parent.models,
-            model=parent.model,
-        )
+        state.teams[name] = state.teams[base].derive(spec.model_copy(update={"name": name}))
     return name
 
 
@@ -112,15 +103,8 @@ def filtered_team(state: AppState, base: str, include: list[str], exclude: list[
 
 async def paused_run(state: AppState, session_id: str) -> RunRow | None:
     """The session's latest run if it waits for an answer."""
-    async with state.sessions() as db:
-        query = (
-            select(RunRow)
-            .where(RunRow.session_id == session_id)
-            .order_by(RunRow.created_at.desc())
-            .limit(1)
-        )
-        row = (await db.scalars(query)).first()
-    return row if row is not None and row.status == "interrupted" else None
+    row = await state.backend.runs.latest_in_session(session_id)
+    return row if row is not None and row.status in PAUSED else None
 
 
 async def store_turn(state: AppState, session_id: str, run_id: str, data: dict[str, Any]) -> int:

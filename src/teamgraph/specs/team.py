@@ -44,7 +44,6 @@ class WorkflowOptions(BaseModel):
     default_worker: str | None = None
     context_token_budget: int = Field(default=2000, ge=50)
     templates_dirs: list[str] = Field(default_factory=list)
-    retry: RetryOptions = Field(default_factory=RetryOptions)
 
 
 DEFAULT_SENSITIVE_PATTERNS = [
@@ -157,6 +156,9 @@ class TeamSpec(BaseModel):
     clarify: bool = Field(
         default=False, description="Ask the user a question first when a request is too vague."
     )
+    retry: RetryOptions = Field(
+        default_factory=RetryOptions, description="Retries of every model call of the run."
+    )
     budget: Budget = Field(default_factory=Budget)
     approvals: ApprovalOptions = Field(default_factory=ApprovalOptions)
     mcp_servers: dict[str, McpServer] = Field(
@@ -169,6 +171,19 @@ class TeamSpec(BaseModel):
         default=DEFAULT_STATE_PROMPT,
         description="How the shared state is shown: a template with {state} and {msg}.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retry_under_workflow(cls, data: Any) -> Any:
+        """``workflow.retry`` (where retries were set before they applied to every pattern) is
+        read as the team's ``retry``."""
+        workflow = data.get("workflow") if isinstance(data, dict) else None
+        if not isinstance(workflow, dict) or "retry" not in workflow:
+            return data
+        if "retry" in data:
+            raise ValueError("retry is set twice: at the team's top level and under workflow")
+        workflow = {k: v for k, v in workflow.items() if k != "retry"}
+        return {**data, "workflow": workflow, "retry": data["workflow"]["retry"]}
 
     @field_validator("state_prompt")
     @classmethod

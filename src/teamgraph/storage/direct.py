@@ -66,6 +66,15 @@ class Direct:
                 return (await conn.execute(statement, parameters)).rowcount
         return await self._sync(lambda conn: conn.execute(statement, parameters).rowcount)
 
+    async def returning(
+        self, statement: Executable, parameters: dict[str, Any] | None = None
+    ) -> list[Row[Any]]:
+        """Execute and commit one statement; the rows it returns (``RETURNING``)."""
+        if self._fast is None:
+            async with self.engine.begin() as conn:
+                return list((await conn.execute(statement, parameters)).all())
+        return await self._sync(lambda conn: list(conn.execute(statement, parameters).all()))
+
     async def first(self, query: Select[T]) -> T | None:
         """The first ORM object ``query`` selects (detached: read it, do not change it)."""
         if self._fast is None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from teamgraph.planning.routing import tokenize
+from teamgraph.text import tokenize
 
 
 def make_note_tools(store: Any, namespace: tuple[str, ...]) -> tuple[BaseTool, BaseTool]:

@@ -17,6 +17,7 @@ from teamgraph.server.deps import CurrentSession, Db, State
 from teamgraph.server.schemas import ChatMessage, ChatRequest, ChatResponse
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import Turn, run_turn, single_team, workflow_team
+from teamgraph.status import FINISHED, PAUSED
 from teamgraph.storage.models import SessionRow
 
 router = APIRouter(prefix="/api/v1/chatbot", tags=["seed-compatible chat"])
@@ -49,7 +50,7 @@ def _reply(body: ChatRequest, turn: Turn) -> ChatResponse:
 
 def _chunks(turn: Turn) -> AsyncIterator[str]:
     async def generate() -> AsyncIterator[str]:
-        failed = turn.result.status not in ("completed", "completed_with_errors", "interrupted")
+        failed = turn.result.status not in FINISHED | PAUSED
         if not failed:
             text = turn.answer
             for start in range(0, len(text), CHUNK):

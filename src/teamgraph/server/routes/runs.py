@@ -3,16 +3,15 @@ user's run or session is 404, like an unknown one."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import AsyncIterator
+from contextlib import suppress
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, status
-from sqlalchemy import select
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from teamgraph.server.deps import CurrentUser, Db, OwnedSession, ReadSession, State, owned_or_404
-from teamgraph.server.run_log import RunConflict
+from teamgraph.errors import RunConflict
+from teamgraph.server.deps import CurrentUser, Db, ReadSession, State
 from teamgraph.server.runs import RunManager
 from teamgraph.server.schemas import (
     PendingItem,
@@ -30,8 +29,7 @@ router = APIRouter(prefix="/api/v1", tags=["runs"])
 
 
 async def get_manager(state: State) -> RunManager:  # async: no threadpool hop
-    manager: RunManager = state.extras["runs"]
-    return manager
+    return state.runs
 
 
 Manager = Annotated[RunManager, Depends(get_manager)]
@@ -39,19 +37,13 @@ Manager = Annotated[RunManager, Depends(get_manager)]
 
 async def run_of(run_id: str, user: CurrentUser, state: State) -> RunRow:
     """A run in the path that the user owns — 404 otherwise (never leaks existence)."""
-    query = select(RunRow).where(RunRow.id == run_id, RunRow.user_id == user.id)
-    return await owned_or_404(state, query, "Run")
+    row = await state.backend.runs.owned(run_id, user.id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
+    return row
 
 
 OwnedRun = Annotated[RunRow, Depends(run_of)]
-
-
-@contextmanager
-def conflicts() -> Iterator[None]:
-    try:
-        yield
-    except RunConflict as exc:
-        raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from None
 
 
 def _summary(row: RunRow) -> dict[str, Any]:
@@ -69,20 +61,18 @@ def _summary(row: RunRow) -> dict[str, Any]:
 async def start_run(session: ReadSession, body: RunCreate, manager: Manager) -> RunAccepted:
     """Start a run of the session's team on the session's thread; follow it on ``events``. The
     answer comes once the run is stored and its first event (``run_started``) can be read."""
-    with conflicts():
-        run_id = await manager.start(
-            session.user_id, session, session.team, body.input, body.template or session.template
-        )
+    run_id = await manager.start(  # a RunConflict answers 409 (server.errors)
+        session.user_id, session, session.team, body.input, body.template or session.template
+    )
     return RunAccepted(run_id=run_id, status="running")
 
 
 @router.get("/sessions/{session_id}/runs", response_model=list[RunSummary])
 async def list_runs(
-    session: OwnedSession, db: Db, limit: Annotated[int, Query(ge=1, le=200)] = 50
+    session: ReadSession, state: State, limit: Annotated[int, Query(ge=1, le=200)] = 50
 ) -> list[RunSummary]:
     """The session's runs, newest first."""
-    query = select(RunRow).where(RunRow.session_id == session.id, RunRow.user_id == session.user_id)
-    rows = await db.scalars(query.order_by(RunRow.created_at.desc()).limit(limit))
+    rows = await state.backend.runs.list(limit, session_id=session.id, user_id=session.user_id)
     return [RunSummary(**_summary(row)) for row in rows]
 
 
@@ -136,8 +126,7 @@ async def run_events(
 async def cancel_run(run: OwnedRun, manager: Manager, db: Db) -> RunAccepted:
     """Stop a running run (it ends ``cancelled`` and can be resumed) or close a paused one."""
     await db.close()  # give the connection back: the run's last writes need the pool
-    with conflicts():
-        return RunAccepted(run_id=run.id, status=await manager.cancel(run.id))
+    return RunAccepted(run_id=run.id, status=await manager.cancel(run.id))
 
 
 @router.post(
@@ -149,11 +138,8 @@ async def resume_run(
     """Continue a paused run with the ``answer`` to its question or ``decisions`` on its tool
     calls (``default`` for the rest); a cancelled or interrupted run needs neither."""
     body = body or RunResume()
-    decisions = {k: d.model_dump(exclude_none=True) for k, d in body.decisions.items()}
-    default = body.default.model_dump(exclude_none=True) if body.default else None
     await db.close()  # give the connection back: resuming a run needs the pool
-    with conflicts():
-        await manager.resume(run.id, body.answer, decisions=decisions, default=default)
+    await manager.resume(run.id, body.answer, decisions=body.decisions, default=body.default)
     return RunAccepted(run_id=run.id, status=(await state.backend.runs.get(run.id)).status)
 
 
@@ -164,10 +150,9 @@ async def run_pending(run: OwnedRun, manager: Manager) -> list[PendingItem]:
 
 
 @router.get("/pending", response_model=list[PendingItem])
-async def all_pending(user: CurrentUser, db: Db, manager: Manager) -> list[PendingItem]:
+async def all_pending(user: CurrentUser, state: State, manager: Manager) -> list[PendingItem]:
     """Everything the user's paused runs wait for, newest run first."""
-    query = select(RunRow).where(RunRow.user_id == user.id, RunRow.status == "interrupted")
-    rows = list(await db.scalars(query.order_by(RunRow.created_at.desc()).limit(100)))
+    rows = await state.backend.runs.list(100, user_id=user.id, status="interrupted")
     return [item for row in rows for item in await _pending(manager, row)]
 
 

@@ -24,6 +24,7 @@ from teamgraph.server.turns import (
     single_team,
     store_turn,
 )
+from teamgraph.status import FINISHED
 from teamgraph.storage.models import SessionRow
 
 router = APIRouter(tags=["seed-compatible chat"])
@@ -93,7 +94,7 @@ def _orchestrator(turn: Turn) -> dict[str, Any]:
     steps = result.steps
     return {
         "type": "orchestrator",
-        "success": result.status in ("completed", "completed_with_errors"),
+        "success": result.status in FINISHED,
         "turnIndex": 0,
         "shouldClarify": bool(turn.question),
         "clarificationQuestion": turn.question or None,

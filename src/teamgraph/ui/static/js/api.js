@@ -1,6 +1,7 @@
 // The documented HTTP API, nothing else: auth, sessions, teams, runs and their SSE streams.
 
 import { SSEParser } from "./sse.js";
+import { END_EVENTS, PAUSE_EVENTS } from "./vocab.js";
 
 const API = "/api/v1";
 
@@ -159,10 +160,4 @@ export class Api {
   }
 }
 
-const STOPS = new Set([
-  "run_completed",
-  "run_failed",
-  "run_cancelled",
-  "clarification_requested",
-  "approval_requested",
-]);
+const STOPS = new Set([...END_EVENTS, ...PAUSE_EVENTS]);

@@ -4,6 +4,7 @@ import { Api } from "./api.js";
 import { clear, h } from "./dom.js";
 import { cachedEvents, saveEvents } from "./eventcache.js";
 import { isFinished, newRunState, reduce, replay } from "./runstate.js";
+import { OPEN, PAUSED } from "./vocab.js";
 import { renderMessages, renderPending } from "./views/chat.js";
 import {
   renderHeader, renderPlan, renderPlanner, renderRunList, renderStepDetail, renderTeam, renderTools, renderUsage,
@@ -77,9 +78,9 @@ function drawAll() {
   const live = app.view && app.view.mode === "live";
   renderMessages($("messages"), app.messages, live ? state : null, live);
   renderPending($("pending"), live ? state : null, { answer, decide, decisions: app.decisions });
-  const open = live && state && ["pending", "running", "interrupted"].includes(state.status);
+  const open = live && state && OPEN.includes(state.status);
   $("cancel-run").hidden = !open; // a paused run can be closed too
-  $("cancel-run").textContent = state && state.status === "interrupted" ? "Close paused run" : "Cancel run";
+  $("cancel-run").textContent = state && PAUSED.includes(state.status) ? "Close paused run" : "Cancel run";
   $("send").disabled = !app.session || Boolean(open);
   drawReplay();
 }
@@ -364,7 +365,7 @@ async function send(event) {
 async function cancelRun() {
   const view = app.view;
   if (!view) return;
-  const paused = view.state.status === "interrupted"; // its stream ended at the pause
+  const paused = PAUSED.includes(view.state.status); // its stream ended at the pause
   try {
     await app.api.cancel(view.runId);
   } catch (error) {

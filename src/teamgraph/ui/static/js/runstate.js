@@ -4,6 +4,8 @@
 
 /** @typedef {{input_tokens: number, output_tokens: number, cost_usd: number}} Usage */
 
+import { OPEN, PAUSED } from "./vocab.js";
+
 const ROLES = new Set(["planner", "moderator", "supervisor", "synthesizer"]);
 const CONTEXT_MARK = "\n\n## Context from previous steps\n";
 
@@ -265,7 +267,7 @@ const handlers = {
   },
   clarification_requested(state, e) {
     state.pending.clarification = { question: e.question };
-    state.status = "interrupted";
+    state.status = PAUSED[0];
   },
   approval_requested(state, e) {
     const call = state.tools.find((t) => t.callId === e.call_id && t.state === "running");
@@ -278,12 +280,20 @@ const handlers = {
       callId: e.call_id,
       stepId: e.step_id,
     });
-    state.status = "interrupted";
+    state.status = PAUSED[0];
   },
-  resumed(state) {
+  resumed(state, e) {
     for (const call of state.tools) if (call.state === "approval") call.state = "running";
     state.pending = { clarification: null, approvals: [] };
     state.status = "running";
+    if (e.plan_name && !(state.rootTeam && state.teams[state.rootTeam].plan)) {
+      // followed from the resume on: the plan comes with it (it is not announced again)
+      handlers.plan_created(state, { ...e, type: "plan_created", path: e.path.slice(0, 1) });
+    }
+    const root = state.rootTeam && state.teams[state.rootTeam];
+    for (const id of e.completed_steps || []) {
+      if (root && root.steps[id] && root.steps[id].state !== "done") root.steps[id].state = "done";
+    }
   },
   usage(state, e) {
     const label = agentLabel(e.path);
@@ -338,7 +348,7 @@ export function replay(events, count = events.length, meta = {}) {
 }
 
 /** True once a run with this status has ended (not merely paused). */
-export const isFinished = (status) => !["pending", "running", "interrupted"].includes(status);
+export const isFinished = (status) => !OPEN.includes(status);
 
 /** The root team's plan, in plan order, with dependency edges. */
 export function rootPlan(state) {

@@ -3,6 +3,7 @@
 import { clear, h } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { liveText, rootPlan, stepCounts } from "../runstate.js";
+import { PAUSED, STOPPED } from "../vocab.js";
 
 function bubble(role, content, extra = {}) {
   const body = role === "user" ? h("div", { class: "body" }, content) : h("div", { class: "body md" }, renderMarkdown(content));
@@ -32,9 +33,9 @@ function liveBubbles(state, messages) {
   if (answered) return out;
   if (state.output) {
     out.push(bubble("assistant", state.output, { id: "answer", "data-run": state.runId, who: `${state.team} · ${state.status}` }));
-  } else if (state.error && ["failed", "cancelled"].includes(state.status)) {
+  } else if (state.error && STOPPED.includes(state.status)) {
     out.push(h("article", { class: "msg assistant", id: "answer" }, h("div", { class: "who" }, state.status), h("div", { class: "body error" }, state.error)));
-  } else if (state.status !== "interrupted") {
+  } else if (!PAUSED.includes(state.status)) {
     const stream = liveText(state);
     const steps = rootPlan(state);
     const counts = stepCounts(steps);
@@ -48,7 +49,7 @@ function liveBubbles(state, messages) {
 
 /** Cards for a paused run: a question to answer or tool calls to approve, reject or edit. */
 export function renderPending(el, state, actions) {
-  const paused = state && state.status === "interrupted";
+  const paused = state && PAUSED.includes(state.status);
   // redraw only when what is asked changes, so nothing typed into a card is lost
   const signature = paused ? JSON.stringify([state.runId, state.pending, Object.keys(actions.decisions)]) : "";
   if (el.dataset.signature === signature) return;

@@ -1,86 +1,25 @@
-"""The ``events`` table as a run's log: live events are kept in memory and handed to subscribers
-as they are emitted, and stored in the background in seq order, batched across runs; readers get
-the stored events followed by the live ones, with no gap and no repeat."""
+"""A live run's events: kept in memory and handed to subscribers as they are emitted, and stored
+through the run store in the background, in seq order, batched across runs; readers get the
+stored events followed by the live ones, with no gap and no repeat."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator
 from contextlib import suppress
-from typing import Any, Self, cast
+from typing import cast
 
-from sqlalchemy import insert, select
-from sqlalchemy.ext.asyncio import AsyncEngine
-
-from teamgraph.events import BaseEvent, Event, RunCancelled, event_from_json
-from teamgraph.run_context import Emitter, RunContext
-from teamgraph.runtime.backend import Backend
-from teamgraph.runtime.runner import Runner
-from teamgraph.runtime.team import Team
-from teamgraph.storage.direct import Direct, Statement
-from teamgraph.storage.models import EventRow, RunRow, utcnow
+from teamgraph.events import BaseEvent, Event
+from teamgraph.faults import point
+from teamgraph.status import END_EVENTS, PAUSE_EVENTS
+from teamgraph.storage.run_store import RunStore
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL = 0.05  # seconds an event may wait before its batch is written
-PAGE = 500  # stored events read per query
-ENDINGS = ("run_completed", "run_failed", "run_cancelled")
-STOPS = {*ENDINGS, "clarification_requested", "approval_requested"}  # an execution's last events
+STOPS = {*END_EVENTS, *PAUSE_EVENTS}  # an execution's last events
 
 Subscriber = asyncio.Queue[BaseEvent | None]  # ``None``: this execution of the run has ended
-
-
-class RunConflict(Exception):
-    """The session is busy, the run is paused, superseded or not running (HTTP 409)."""
-
-
-class LoggedRunner(Runner):
-    """A runner that also hands every event to ``sink`` as it is emitted — even the events a
-    cancelled run emits after its consumer stopped reading."""
-
-    sink: Callable[[BaseEvent], None]
-
-    def _emitter(
-        self,
-        run_id: str,
-        queue: asyncio.Queue[BaseEvent | None],
-        start_seq: int = 0,
-        reserved: int | None = None,
-    ) -> Emitter:
-        emitter = super()._emitter(run_id, queue, start_seq, reserved)
-        to_queue, to_sink = emitter.sink, self.sink
-
-        def both(event: BaseEvent) -> None:
-            to_queue(event)
-            to_sink(event)
-
-        emitter.sink = both
-        return emitter
-
-    async def _finish(self, ctx: RunContext, final: Mapping[str, Any]) -> None:
-        await super()._finish(ctx, final)
-        self._finished.pop(ctx.run_id, None)  # kept for run(); a served run is read back later
-
-    @classmethod
-    def for_team(
-        cls,
-        team: Team,
-        backend: Backend,
-        sink: Callable[[BaseEvent], None],
-        slots: asyncio.Semaphore | None = None,
-    ) -> Self:
-        runner = cls(
-            team.spec,
-            backend,
-            settings=team.settings,
-            models=team.models,
-            model=team.model,
-            registry=team.registry,
-            user_id=team.user_id,
-            slots=slots,
-        )
-        runner.sink = sink
-        return runner
 
 
 def kind(event: BaseEvent) -> str:
@@ -155,8 +94,8 @@ class EventWriter:
     """Stores the events of every live run: one transaction per ``FLUSH_INTERVAL`` (at once when
     a closing run waits for its last events), whatever the number of runs."""
 
-    def __init__(self, writes: Direct) -> None:
-        self.writes = writes
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
         self.logs: dict[EventLog, None] = {}  # with unstored events, in order of arrival
         self.wake, self.urgent = asyncio.Event(), asyncio.Event()
         self.stopping = False
@@ -189,7 +128,8 @@ class EventWriter:
             batch = [(item, item.unstored()) for item in self.logs]
             self.logs = {}
             try:
-                await append(self.writes, [e for _, events in batch for e in events])
+                await self.store.append([e for _, events in batch for e in events])
+                point("events.stored")
             except Exception:  # the runs go on; their live subscribers still get every event
                 log.exception("could not store %d events", sum(len(e) for _, e in batch))
             finally:  # even if this task is cancelled mid-write: no close() waits forever
@@ -197,39 +137,8 @@ class EventWriter:
                     event_log.mark_stored(len(events))
 
 
-def _insert(events: Sequence[BaseEvent]) -> Statement:
-    rows = [
-        {"run_id": e.run_id, "seq": e.seq, "type": kind(e), "data": e.model_dump_json()}
-        for e in events
-    ]
-    return insert(EventRow), rows
-
-
-async def append(writes: Direct, events: Sequence[BaseEvent]) -> None:
-    if events:
-        await writes.run([_insert(events)])
-
-
-async def stored(engine: AsyncEngine, run_id: str, after_seq: int) -> AsyncIterator[Event]:
-    """The stored events of a run with ``seq > after_seq``, in order, a page at a time."""
-    while True:
-        query = (
-            select(EventRow.seq, EventRow.data)
-            .where(EventRow.run_id == run_id, EventRow.seq > after_seq)
-            .order_by(EventRow.seq)
-            .limit(PAGE)
-        )
-        async with engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
-        for row in rows:
-            yield event_from_json(row.data)
-        if len(rows) < PAGE:
-            return
-        after_seq = rows[-1].seq
-
-
 async def replay(
-    engine: AsyncEngine, run_id: str, after_seq: int, live: EventLog | None
+    store: RunStore, run_id: str, after_seq: int, live: EventLog | None
 ) -> AsyncIterator[Event]:
     """Stored events, then (for a live run) the ones in memory and the coming ones until the
     run's execution ends. The subscription is taken first; a reader that needs nothing below the
@@ -238,7 +147,7 @@ async def replay(
     last = after_seq
     try:
         if after_seq < floor or live is None:
-            async for event in stored(engine, run_id, after_seq):
+            async for event in store.events(run_id, after_seq):
                 last = event.seq
                 yield event
         for item in recent:
@@ -252,13 +161,3 @@ async def replay(
     finally:
         if live is not None and queue is not None:
             live.subscribers.discard(queue)
-
-
-async def cancel_stored(backend: Backend, row: RunRow, reason: str, after_seq: int = 0) -> None:
-    """End a run that is not executing: log ``run_cancelled``, set the status ``cancelled``."""
-    seq = max(row.last_seq, after_seq) + 1
-    event = RunCancelled(run_id=row.id, seq=seq, path=[row.team_name], reason=reason)
-    await append(backend.direct, [event])
-    await backend.runs.update(
-        row.id, status="cancelled", error="cancelled", last_seq=seq, finished_at=utcnow()
-    )

@@ -10,14 +10,18 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import ValidationError
 
 from teamgraph import prompts
-from teamgraph.agents._model_call import call_model
+from teamgraph.brief import Brief, Member
+from teamgraph.errors import BudgetExceeded
 from teamgraph.events import PlannerTier
+from teamgraph.journal import JournalKey
+from teamgraph.llm.call import Caller, ask
 from teamgraph.plan import Plan, Step, plan_errors
 from teamgraph.planning.routing import WorkerInfo
 from teamgraph.planning.rules import FALLBACK_CONFIDENCE, decompose
 from teamgraph.planning.templates import Template, instantiate, match_template
 from teamgraph.run_context import RunContext
 
+PLANNER = "planner"  # the role: its model override and the usage it is charged
 _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
@@ -53,7 +57,7 @@ async def make_plan(request: str, ctx: RunContext, template: str | None = None) 
 
 async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan | None:
     team, opts = ctx.team, ctx.team.workflow
-    model, model_name = ctx.models.for_role("planner", team.model, team.model_kwargs)
+    model, model_name = ctx.models.for_role(PLANNER, team.model, team.model_kwargs)
     system = prompts.planner_system(
         team.name,
         [(m.name, m.description) for m in team.members],
@@ -61,9 +65,15 @@ async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan |
         opts.max_steps,
     )
     messages: list[BaseMessage] = [SystemMessage(system), HumanMessage(request)]
+    workers = tuple(Member(m.name, m.description) for m in team.members)
+    brief = Brief(role="planner", request=request, members=workers, max_steps=opts.max_steps)
+    scope = JournalKey.task(ctx.task_scope(PLANNER))
+    caller = Caller(PLANNER, model, model_name)
     for attempt in range(2):
         try:
-            reply = await call_model(model, messages, ctx, agent="planner", model_name=model_name)
+            reply = await ask(ctx, caller, messages, scope.model_call(attempt + 1), brief)
+        except BudgetExceeded:
+            raise  # the run's budget: not a planner failure to fall through
         except Exception as exc:  # the planner's failure falls through to the rule tiers
             notes.append(f"model planner failed: {type(exc).__name__}: {exc}")
             return None

@@ -1,0 +1,320 @@
+"""The model-call path: every model request teamgraph makes goes through :func:`ask` (a reply) or
+:func:`ask_structured` (a validated structured value) — agents, planner, supervisor, moderator,
+synthesizer and structured output alike.
+
+One call, in order:
+
+1. **replay** — a reply the run's journal holds for this call's key (an earlier attempt made it
+   before a crash or a pause) is returned as it was; nothing is asked, spent or counted again;
+2. **budget** — the run's limits are checked and the call is counted before it starts;
+3. **the call** — with the call's :class:`~teamgraph.llm.brief.Brief` current, streamed as
+   ``token`` events (text calls), transient errors retried with backoff and jitter;
+4. **journal** — the reply and what it cost are recorded at once (the window in which a crash
+   loses a paid reply is this one write);
+5. **usage** — counted per step, agent and run, and emitted once as a ``usage`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import jsonschema
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from teamgraph import prompts
+from teamgraph.brief import Brief, briefed
+from teamgraph.events import BaseEvent, TokenDelta, UsageRecorded
+from teamgraph.faults import point
+from teamgraph.journal import Journal, JournalKey, ModelEntry
+from teamgraph.llm.cassette import Cassette, model_request
+from teamgraph.llm.direct import direct_call, streams
+from teamgraph.llm.errors import is_transient
+from teamgraph.llm.usage import UsageTracker
+from teamgraph.specs.team import RetryOptions
+
+T = TypeVar("T")
+E = TypeVar("E", bound=BaseEvent)
+Schema = type[BaseModel] | dict[str, Any]
+STRUCTURED_ATTEMPTS = 2  # a structured reply that fails validation is asked for once more
+
+
+class CallScope(Protocol):
+    """What a model call needs from the run it belongs to (a ``RunContext`` is one)."""
+
+    usage: UsageTracker
+    journal: Journal
+    cassette: Cassette | None
+
+    def site(self, name: str) -> str: ...
+
+    def step_keys(self, step_id: str | None) -> tuple[str, ...]: ...
+
+    @property
+    def retry(self) -> RetryOptions: ...
+
+    def emit(self, cls: type[E], *path: str, **fields: Any) -> E: ...
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who makes a call and is charged for it: the role or agent, its model (possibly bound to
+    tools) and the model's name in the price table, and the step it works for."""
+
+    agent: str
+    model: Runnable[LanguageModelInput, BaseMessage]
+    model_name: str
+    step_id: str | None = None
+
+
+async def ask(
+    scope: CallScope,
+    caller: Caller,
+    messages: Sequence[BaseMessage],
+    key: JournalKey,
+    brief: Brief,
+    on_fresh: Callable[[], None] | None = None,
+) -> AIMessage:
+    """One reply, streamed as ``token`` events; replayed from the journal when recorded.
+    ``on_fresh`` runs before a call that is really made (not replayed)."""
+    saved = await scope.journal.model(key)
+    if saved is not None:
+        return saved.message()
+    if on_fresh is not None:
+        on_fresh()
+    scope.usage.admit()
+    reply = await _reply(scope, caller, messages, key, brief)
+    await _settle(scope, caller, key, reply)
+    return reply
+
+
+async def _reply(
+    scope: CallScope,
+    caller: Caller,
+    messages: Sequence[BaseMessage],
+    key: JournalKey,
+    brief: Brief,
+) -> AIMessage:
+    """The model's reply (recorded when recording a run), or the recording's (replaying one)."""
+    cassette = scope.cassette
+    if cassette is None:
+        return await _retrying(scope, lambda: _stream_once(scope, caller, messages, brief))
+    site, request = _site(scope, caller, key), model_request(messages, caller.model)
+    if cassette.replaying:
+        reply, _ = cassette.model_reply(site, request)
+        if reply.text:
+            agent = caller.agent
+            scope.emit(TokenDelta, agent, agent=agent, text=reply.text, step_id=caller.step_id)
+        return reply
+    reply = await _retrying(scope, lambda: _stream_once(scope, caller, messages, brief))
+    cassette.record_model(site, request, reply)
+    return reply
+
+
+def _site(scope: CallScope, caller: Caller, key: JournalKey) -> str:
+    """Where the call is made, as a recording names it (stable from run to run)."""
+    return f"{scope.site(caller.step_id or caller.agent)}:{key.leaf}"
+
+
+async def ask_structured(
+    scope: CallScope,
+    caller: Caller,
+    messages: Sequence[BaseMessage],
+    schema: Schema,
+    key: JournalKey,
+    brief: Brief,
+) -> Any:
+    """A value of ``schema`` (a pydantic model, or a JSON-Schema-valid dict). An invalid reply is
+    answered with the validation error and asked once more; :class:`StructuredOutputError`
+    when that one is invalid too. Each attempt is a model call of its own (budget, journal,
+    usage)."""
+    conversation = list(messages)
+    error = ""
+    for attempt in range(STRUCTURED_ATTEMPTS):
+        attempt_key = key if attempt == 0 else key.retry(attempt)
+        value, error = await _structured_once(
+            scope, caller, conversation, schema, attempt_key, brief
+        )
+        if not error:
+            return value
+        conversation.append(HumanMessage(prompts.structured_retry(error)))
+    raise StructuredOutputError(error)
+
+
+class StructuredOutputError(ValueError):
+    """A model returned invalid structured output on every attempt (the last error)."""
+
+
+async def _structured_once(
+    scope: CallScope,
+    caller: Caller,
+    messages: Sequence[BaseMessage],
+    schema: Schema,
+    key: JournalKey,
+    brief: Brief,
+) -> tuple[Any, str]:
+    saved = await scope.journal.model(key)
+    if saved is not None:
+        return (None, saved.error) if saved.error else (_revive(schema, saved.parsed), "")
+    scope.usage.admit()
+    raw = await _structured_reply(scope, caller, messages, schema, key, brief)
+    reply = raw.get("raw")
+    if not isinstance(reply, AIMessage):
+        reply = AIMessage(content="")
+    value, error = _validated(schema, raw.get("parsed"), raw.get("parsing_error"))
+    parsed = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    await _settle(scope, caller, key, reply, parsed=parsed, error=error)
+    return value, error
+
+
+async def _structured_reply(
+    scope: CallScope,
+    caller: Caller,
+    messages: Sequence[BaseMessage],
+    schema: Schema,
+    key: JournalKey,
+    brief: Brief,
+) -> dict[str, Any]:
+    """``{"raw": reply, "parsed": value, "parsing_error": ...}`` from the model, or from the
+    recording when replaying one."""
+    site = _site(scope, caller, key)
+    request = model_request(messages, caller.model, schema_name(schema))
+    cassette = scope.cassette
+    if cassette is not None and cassette.replaying:
+        reply, parsed = cassette.model_reply(site, request)
+        return {"raw": reply, "parsed": _revive(schema, parsed) if parsed is not None else None}
+    runnable = caller.model.with_structured_output(schema, include_raw=True)  # type: ignore[attr-defined]
+
+    async def once() -> dict[str, Any]:
+        with briefed(brief):
+            raw = await runnable.ainvoke(list(messages))
+        return dict(raw) if isinstance(raw, dict) else {"parsed": raw, "raw": None}
+
+    raw = await _retrying(scope, once)
+    if cassette is not None and isinstance(raw.get("raw"), AIMessage):
+        value = raw.get("parsed")
+        parsed = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        cassette.record_model(site, request, raw["raw"], parsed)
+    return raw
+
+
+def schema_name(schema: Schema) -> str:
+    """The name a structured call's schema goes by (its title, or the model's class)."""
+    return str(schema.get("title", "")) if isinstance(schema, dict) else schema.__name__
+
+
+async def _settle(
+    scope: CallScope,
+    caller: Caller,
+    key: JournalKey,
+    reply: AIMessage,
+    *,
+    parsed: Any = None,
+    error: str = "",
+) -> None:
+    """Journal the reply with its cost (first: the crash window is this write), then count it
+    and announce it."""
+    usage = scope.usage.measure(caller.model_name, reply)
+    entry = ModelEntry.of(
+        reply,
+        parsed=parsed,
+        error=error,
+        agent=caller.agent,
+        step_id=caller.step_id,
+        steps=list(scope.step_keys(caller.step_id)),
+        model=caller.model_name,
+        usage=usage,
+    )
+    point("model.reply")
+    await scope.journal.record_model(key, entry)
+    point("model.journaled")
+    scope.usage.add(caller.agent, entry.steps, usage)
+    scope.emit(
+        UsageRecorded,
+        caller.agent,
+        agent=caller.agent,
+        model=caller.model_name,
+        usage=usage,
+        step_id=caller.step_id,
+    )
+
+
+async def _retrying(scope: CallScope, attempt: Callable[[], Awaitable[T]]) -> T:
+    """``attempt()``; transient errors retried with exponential backoff and jitter. The common
+    case pays nothing for the retry machinery."""
+    policy = scope.retry
+    try:
+        return await attempt()
+    except Exception as exc:
+        if not is_transient(exc) or policy.max_attempts < 2:
+            raise
+    await asyncio.sleep(policy.initial_delay_s + random.uniform(0, policy.jitter_s))
+    async for retry in AsyncRetrying(
+        retry=retry_if_exception(is_transient),
+        stop=stop_after_attempt(policy.max_attempts - 1),
+        wait=wait_exponential_jitter(
+            multiplier=2 * policy.initial_delay_s, max=policy.max_delay_s, jitter=policy.jitter_s
+        ),
+        reraise=True,
+    ):
+        with retry:
+            return await attempt()
+    raise AssertionError("unreachable: tenacity re-raises the last error")
+
+
+async def _stream_once(
+    scope: CallScope, caller: Caller, messages: Sequence[BaseMessage], brief: Brief
+) -> AIMessage:
+    model, agent, step_id = caller.model, caller.agent, caller.step_id
+    with briefed(brief):
+        if not streams(model):  # one reply, one token event: skip the chunk machinery
+            direct = direct_call(model, messages)
+            reply = await (direct() if direct else model.ainvoke(list(messages)))
+            message = reply if isinstance(reply, AIMessage) else AIMessage(content=reply.content)
+            if message.text:
+                scope.emit(TokenDelta, agent, agent=agent, text=message.text, step_id=step_id)
+            return message
+        merged: AIMessageChunk | None = None
+        async for chunk in model.astream(list(messages)):
+            if not isinstance(chunk, AIMessageChunk):
+                chunk = AIMessageChunk(**chunk.model_dump(exclude={"type"}))
+            if isinstance(chunk.content, str) and chunk.content:
+                scope.emit(TokenDelta, agent, agent=agent, text=chunk.content, step_id=step_id)
+            merged = chunk if merged is None else merged + chunk
+    if merged is None:
+        return AIMessage(content="")
+    return AIMessage(
+        content=merged.content,
+        tool_calls=merged.tool_calls,
+        usage_metadata=merged.usage_metadata,
+        response_metadata=merged.response_metadata,
+        id=merged.id,
+    )
+
+
+def _validated(schema: Schema, parsed: Any, parsing_error: Any) -> tuple[Any, str]:
+    if parsing_error is not None:
+        return None, str(parsing_error)
+    if parsed is None:
+        return None, "no structured output was returned"
+    if isinstance(schema, dict):
+        try:
+            jsonschema.validate(parsed, schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(map(str, exc.absolute_path)) or "<root>"
+            return None, f"{where}: {exc.message}"
+    return parsed, ""
+
+
+def _revive(schema: Schema, parsed: Any) -> Any:
+    """A recorded structured value as the schema's type again."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_validate(parsed)
+    return parsed

@@ -1,0 +1,91 @@
+"""The contract between the runtime and the patterns.
+
+Every pattern is a :class:`Pattern`: it builds its graph, says what a new run's input is, and
+folds the graph's state into an :class:`Outcome` — status, answer, plan, step records, shared
+state — which the runtime turns into events, run rows and a :class:`~teamgraph.result.RunResult`
+without knowing which pattern ran. Every pattern's state extends :class:`RunState`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from teamgraph.events import PlannerTier, RunStatus
+from teamgraph.ledger import StepRecord
+from teamgraph.plan import Plan
+from teamgraph.specs.team import TeamSpec
+
+Graph = CompiledStateGraph[Any, Any, Any, Any]
+
+
+class RunState(TypedDict, total=False):
+    """What every pattern's state holds: the request of the run, how it ended, its answer, and
+    the team's shared state (``initial_state``), kept per thread."""
+
+    request: str
+    status: RunStatus
+    output: str
+    error: str
+    shared_state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PlanInfo:
+    """A workflow run's plan, with the tier that produced it and why earlier tiers were passed
+    over."""
+
+    plan: Plan
+    tier: PlannerTier
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class Outcome:
+    """What a run came to (or has come to so far), as the runtime folds it."""
+
+    status: RunStatus = "running"
+    output: str = ""
+    error: str = ""
+    plan: PlanInfo | None = None
+    steps: dict[str, StepRecord] = field(default_factory=dict)  # by step id
+    shared_state: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """What a new run is asked: the request, and for workflows a template or explicit plan."""
+
+    request: str
+    template: str | None = None
+    plan: Plan | None = None
+
+
+def plain_input(team: TeamSpec, run: RunInput) -> dict[str, Any]:
+    """The input of a pattern that needs only the request."""
+    return {"request": run.request}
+
+
+def plain_outcome(values: Mapping[str, Any]) -> Outcome:
+    """The outcome of a pattern whose state holds only :class:`RunState`'s keys."""
+    return Outcome(
+        status=values.get("status", "running"),
+        output=str(values.get("output", "")),
+        error=str(values.get("error", "")),
+        shared_state=values.get("shared_state"),
+    )
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One orchestration pattern, as the runtime sees it."""
+
+    name: str
+    build: Callable[[TeamSpec, BaseCheckpointSaver[Any] | None], Graph]
+    start: Callable[[TeamSpec, RunInput], dict[str, Any]] = plain_input
+    outcome: Callable[[Mapping[str, Any]], Outcome] = plain_outcome
+    supersteps: Callable[[TeamSpec], int] = lambda team: 100  # LangGraph's recursion limit

@@ -1,0 +1,285 @@
+"""The run store: the one owner of run rows, their events and the allocation of event seqs.
+
+Everything that reads or writes the ``runs`` and ``events`` tables goes through a
+:class:`RunStore` — the runner, the server's run manager and routes, the CLI, the metrics.
+:class:`SqlRunStore` is the implementation for both databases: on SQLite its hot-path writes
+commit on the event loop (never waiting for a lock there; a worker thread waits when another
+connection holds it, see :mod:`teamgraph.storage.direct`), on PostgreSQL they use the async
+engine. One conformance suite (``tests/test_run_store.py``) runs against both.
+
+**Seqs.** Every event of a run has a ``seq``, increasing across executions of the run (a resumed
+run continues above anything an earlier execution could have used, even one that crashed). A
+:class:`SeqBlock` hands seqs out in memory and keeps a high-water mark *reserved* in the run's row
+ahead of them: the row's ``last_seq`` is always at or above every seq handed out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol, cast
+
+from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from teamgraph.errors import RunNotFound
+from teamgraph.events import BaseEvent, Event, RunCancelled, event_from_json
+from teamgraph.status import RunStatus
+from teamgraph.storage.direct import Direct, Statement
+from teamgraph.storage.migrate import upgrade
+from teamgraph.storage.models import EventRow, RunRow, utcnow
+from teamgraph.storage.notify import CONTROL, EVENTS, notify_statement
+
+BLOCK = 1000  # seqs reserved in one row write
+ROW_RESERVE = 10 * BLOCK  # seqs reserved by the write that starts (or resumes) an execution
+PAGE = 500  # stored events read per query
+_UPDATE = update(RunRow).where(RunRow.id == bindparam("run_id_"))  # built and compiled once
+
+
+class SeqBlock:
+    """Event seqs of one execution of a run: ``next()`` hands them out in order; whenever fewer
+    than half a block are left reserved, a larger reservation is written in the background.
+    ``settle()`` waits for those writes (before the run's last row write)."""
+
+    def __init__(self, store: RunStore, run_id: str, start: int, reserved: int) -> None:
+        self.store, self.run_id = store, run_id
+        self.last = start
+        self.reserved = max(start, reserved)
+        self._writes: set[asyncio.Task[None]] = set()
+
+    def next(self) -> int:
+        self.last += 1
+        if self.last >= self.reserved - BLOCK // 2:
+            self.reserved = max(self.reserved, self.last) + BLOCK
+            task = asyncio.get_running_loop().create_task(
+                self.store.update(self.run_id, last_seq=self.reserved)
+            )
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
+        return self.last
+
+    async def settle(self) -> None:
+        """Wait for reservations under way (a late one must never overwrite a final write)."""
+        await asyncio.gather(*self._writes)
+
+
+class RunStore(Protocol):
+    """Run rows, their events and seq allocation."""
+
+    async def setup(self) -> None: ...
+
+    # --- rows
+    async def create(self, row: dict[str, Any], *also: Statement) -> None: ...
+    async def update(self, run_id: str, **fields: Any) -> None: ...
+    async def get(self, run_id: str) -> RunRow: ...
+    async def owned(self, run_id: str, user_id: str) -> RunRow | None: ...
+    async def list(
+        self,
+        limit: int = 50,
+        *,
+        since: datetime | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        status: RunStatus | None = None,
+    ) -> list[RunRow]: ...
+    async def latest_in_session(self, session_id: str) -> RunRow | None: ...
+    async def count_by_status(self) -> dict[str, int]: ...
+
+    # --- events and seqs
+    async def append(self, events: Sequence[BaseEvent]) -> None: ...
+    def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]: ...
+    def seqs(self, run_id: str, start: int, reserved: int) -> SeqBlock: ...
+    async def cancel_stored(self, run_id: str, reason: str, after_seq: int = 0) -> None: ...
+
+    # --- leases: which process executes a run
+    async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> int | None: ...
+    async def renew_lease(
+        self, run_id: str, owner: str, epoch: int, ttl_s: float
+    ) -> bool | None: ...
+    async def release_lease(self, run_id: str, owner: str, epoch: int) -> None: ...
+    async def request_cancel(self, run_id: str) -> None: ...
+
+
+class SqlRunStore:
+    """:class:`RunStore` on SQLAlchemy: SQLite (no-wait hot path) or PostgreSQL."""
+
+    def __init__(self, engine: AsyncEngine, direct: Direct) -> None:
+        self.engine = engine
+        self.direct = direct
+        self.sessions = async_sessionmaker(engine, expire_on_commit=False)
+
+    async def setup(self) -> None:
+        """Migrate the app tables to the latest schema (Alembic)."""
+        await upgrade(self.engine)
+
+    # --- rows ------------------------------------------------------------------------------------
+    async def create(self, row: dict[str, Any], *also: Statement) -> None:
+        """Store a new run's row — with ``also`` (e.g. the user's message) in one transaction.
+        Parameters go apart from the statement: a cached statement."""
+        await self.direct.run([(insert(RunRow), row), *also])
+
+    async def update(self, run_id: str, **fields: Any) -> None:
+        parameters = {**fields, "updated_at": utcnow(), "run_id_": run_id}  # SET: the fields
+        if await self.direct.write(_UPDATE, parameters) == 0:
+            raise RunNotFound(f"no run with id {run_id!r}")
+
+    async def get(self, run_id: str) -> RunRow:
+        row = await self.direct.first(select(RunRow).where(RunRow.id == run_id))
+        if row is None:
+            raise RunNotFound(f"no run with id {run_id!r}")
+        return row
+
+    async def owned(self, run_id: str, user_id: str) -> RunRow | None:
+        """The run if ``user_id`` owns it; ``None`` for unknown and foreign ids alike."""
+        query = select(RunRow).where(RunRow.id == run_id, RunRow.user_id == user_id)
+        return await self.direct.first(query)
+
+    async def list(
+        self,
+        limit: int = 50,
+        *,
+        since: datetime | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        status: RunStatus | None = None,
+    ) -> list[RunRow]:
+        """Runs, newest first, filtered by any of: start time, owner, session, status."""
+        query = select(RunRow).order_by(RunRow.created_at.desc()).limit(limit)
+        if since is not None:
+            query = query.where(RunRow.created_at >= since)
+        if user_id is not None:
+            query = query.where(RunRow.user_id == user_id)
+        if session_id is not None:
+            query = query.where(RunRow.session_id == session_id)
+        if status is not None:
+            query = query.where(RunRow.status == status)
+        async with self.sessions() as session:
+            return list((await session.scalars(query)).all())
+
+    async def latest_in_session(self, session_id: str) -> RunRow | None:
+        query = select(RunRow).where(RunRow.session_id == session_id)
+        return await self.direct.first(query.order_by(RunRow.created_at.desc()).limit(1))
+
+    async def count_by_status(self) -> dict[str, int]:
+        query = select(RunRow.status, func.count()).group_by(RunRow.status)
+        rows: list[Any] = await self.direct.rows(query)
+        return {str(status): int(count) for status, count in rows}
+
+    # --- events and seqs ---------------------------------------------------------------------
+    async def append(self, events: Sequence[BaseEvent]) -> None:
+        """Store events (of any runs) in one transaction."""
+        if events:
+            await self.direct.run([(insert(EventRow), _rows(events))])
+
+    async def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
+        """The stored events of a run with ``seq > after_seq``, in order, a page at a time."""
+        while True:
+            query = (
+                select(EventRow.seq, EventRow.data)
+                .where(EventRow.run_id == run_id, EventRow.seq > after_seq)
+                .order_by(EventRow.seq)
+                .limit(PAGE)
+            )
+            async with self.engine.connect() as conn:
+                rows = (await conn.execute(query)).all()
+            for row in rows:
+                yield event_from_json(row.data)
+            if len(rows) < PAGE:
+                return
+            after_seq = rows[-1].seq
+
+    def seqs(self, run_id: str, start: int, reserved: int) -> SeqBlock:
+        return SeqBlock(self, run_id, start, reserved)
+
+    async def cancel_stored(self, run_id: str, reason: str, after_seq: int = 0) -> None:
+        """End a run that is not executing: log ``run_cancelled`` (above every seq it used) and
+        set its status ``cancelled``."""
+        row = await self.get(run_id)
+        seq = max(row.last_seq, after_seq) + 1
+        await self.append(
+            [RunCancelled(run_id=row.id, seq=seq, path=[row.team_name], reason=reason)]
+        )
+        await self.update(
+            row.id, status="cancelled", error="cancelled", last_seq=seq, finished_at=utcnow()
+        )
+
+    # --- leases -----------------------------------------------------------------------------------
+    async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> int | None:
+        """Take the run's lease for ``ttl_s`` seconds if no one holds it (or its holder let it
+        expire); the new epoch, or ``None`` when another process holds it. Taking it clears
+        an earlier cancel request."""
+        now = utcnow()
+        statement = (
+            update(RunRow)
+            .where(
+                RunRow.id == run_id,
+                or_(RunRow.lease_owner.is_(None), RunRow.lease_until < now),
+            )
+            .values(
+                lease_owner=owner,
+                lease_until=now + timedelta(seconds=ttl_s),
+                lease_epoch=RunRow.lease_epoch + 1,
+                cancel_requested=False,
+            )
+            .returning(RunRow.lease_epoch)
+        )
+        rows = await self.direct.returning(statement)
+        return int(rows[0][0]) if rows else None
+
+    async def renew_lease(self, run_id: str, owner: str, epoch: int, ttl_s: float) -> bool | None:
+        """Extend a lease this process holds: ``None`` if it is lost (another took the run),
+        else whether a cancel was requested."""
+        statement = (
+            update(RunRow)
+            .where(RunRow.id == run_id, RunRow.lease_owner == owner, RunRow.lease_epoch == epoch)
+            .values(lease_until=utcnow() + timedelta(seconds=ttl_s))
+            .returning(RunRow.cancel_requested)
+        )
+        rows = await self.direct.returning(statement)
+        return bool(rows[0][0]) if rows else None
+
+    async def release_lease(self, run_id: str, owner: str, epoch: int) -> None:
+        statement = (
+            update(RunRow)
+            .where(RunRow.id == run_id, RunRow.lease_owner == owner, RunRow.lease_epoch == epoch)
+            .values(lease_owner=None, lease_until=None)
+        )
+        await self.direct.write(statement)
+
+    async def request_cancel(self, run_id: str) -> None:
+        """Ask whichever process executes the run to stop it (it checks at its next lease
+        renewal; PostgreSQL also tells it at once)."""
+        await self.direct.write(
+            update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True)
+        )
+
+
+class PostgresRunStore(SqlRunStore):
+    """:class:`SqlRunStore` on PostgreSQL, telling other processes what it stores: each batch
+    of events notifies ``tg_events`` (per run, its last seq) and a cancel request notifies
+    ``tg_control`` — in the transaction that stores them."""
+
+    async def append(self, events: Sequence[BaseEvent]) -> None:
+        if not events:
+            return
+        last: dict[str, int] = {}
+        for event in events:
+            last[event.run_id] = max(last.get(event.run_id, 0), event.seq)
+        notes = [notify_statement(EVENTS, f"{run}:{seq}") for run, seq in last.items()]
+        await self.direct.run([(insert(EventRow), _rows(events)), *notes])
+
+    async def request_cancel(self, run_id: str) -> None:
+        statement = update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True)
+        await self.direct.run([(statement, None), notify_statement(CONTROL, f"cancel:{run_id}")])
+
+
+def _rows(events: Sequence[BaseEvent]) -> list[dict[str, Any]]:
+    return [
+        {"run_id": e.run_id, "seq": e.seq, "type": _type(e), "data": e.model_dump_json()}
+        for e in events
+    ]
+
+
+def _type(event: BaseEvent) -> str:
+    return cast(Event, event).type

@@ -1,0 +1,77 @@
+"""PostgreSQL LISTEN/NOTIFY between processes: stored events and cancel requests reach the
+listeners of their run, after the data is committed; a lost connection wakes every listener."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from teamgraph import Settings
+from teamgraph.events import AgentMessage
+from teamgraph.runtime.backend import Backend, open_backend
+from teamgraph.storage.notify import CONTROL, EVENTS, WAKE, Notifications
+
+
+@pytest.fixture
+async def pg(pg_url: str, tmp_path: Path) -> AsyncIterator[tuple[Backend, Notifications]]:
+    settings = Settings(database_url=pg_url, knowledge_path=tmp_path / "k.db")
+    async with open_backend(settings) as backend:
+        notes = Notifications(pg_url)
+        await notes.start()
+        try:
+            yield backend, notes
+        finally:
+            await notes.close()
+
+
+def message(run_id: str, seq: int) -> AgentMessage:
+    return AgentMessage(run_id=run_id, seq=seq, agent="a", content="hi")
+
+
+async def test_stored_events_notify_their_runs_listeners(pg: tuple[Backend, Notifications]) -> None:
+    backend, notes = pg
+    with notes.subscribe(EVENTS, "r1") as mine, notes.subscribe(EVENTS, "r2") as other:
+        await backend.runs.append([message("r1", 1), message("r1", 2), message("r3", 1)])
+        assert await asyncio.wait_for(mine.get(), 5) == "r1:2"  # the batch's last seq
+        stored = [e.seq async for e in backend.runs.events("r1")]
+        assert stored == [1, 2]  # committed before the notification arrived
+        await asyncio.sleep(0.1)
+        assert other.empty()
+
+
+async def test_a_cancel_request_reaches_the_worker(pg: tuple[Backend, Notifications]) -> None:
+    backend, notes = pg
+    await backend.runs.create(
+        {
+            "id": "r",
+            "thread_id": "r",
+            "team_name": "t",
+            "team_spec": {},
+            "pattern": "single",
+            "input": "x",
+            "status": "running",
+        }
+    )
+    with notes.subscribe(CONTROL, "r") as control:
+        await backend.runs.request_cancel("r")
+        assert await asyncio.wait_for(control.get(), 5) == "cancel:r"
+    assert (await backend.runs.get("r")).cancel_requested
+
+
+async def test_a_lost_connection_wakes_every_listener(
+    pg: tuple[Backend, Notifications], pg_url: str
+) -> None:
+    import psycopg
+
+    _, notes = pg
+    with notes.subscribe(EVENTS, "r") as queue:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"
+            )
+        assert await asyncio.wait_for(queue.get(), 10) == WAKE
+    assert notes.reconnects >= 1

@@ -1,0 +1,207 @@
+"""The run store's conformance suite: one set of tests, run against SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import insert
+from sqlalchemy.exc import IntegrityError
+
+from teamgraph import Settings
+from teamgraph.errors import RunNotFound
+from teamgraph.events import AgentMessage
+from teamgraph.runtime.backend import Backend, open_backend
+from teamgraph.storage.models import MessageRow, SessionRow, UserRow, utcnow
+from teamgraph.storage.run_store import BLOCK, PAGE, RunStore
+
+from .helpers import waits_for_the_lock_without_blocking
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/runs.db"
+    else:
+        url = request.getfixturevalue("pg_url")
+    settings = Settings(database_url=url, knowledge_path=tmp_path / "k.db")
+    async with open_backend(settings) as opened:
+        yield opened
+
+
+def row(run_id: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": run_id,
+        "thread_id": fields.pop("thread_id", run_id),
+        "team_name": "team",
+        "team_spec": {"name": "team", "members": [1]},
+        "pattern": "single",
+        "input": "hi",
+        "status": "running",
+        **fields,
+    }
+
+
+async def collect(store: RunStore, run_id: str, after: int = 0) -> list[int]:
+    return [event.seq async for event in store.events(run_id, after)]
+
+
+def message(run_id: str, seq: int) -> AgentMessage:
+    return AgentMessage(run_id=run_id, seq=seq, agent="a", content=f"m{seq}")
+
+
+async def test_rows_are_created_updated_and_read(backend: Backend) -> None:
+    runs = backend.runs
+    await runs.create(row("one"))
+    await runs.update("one", status="completed", usage_by_agent={"w": {"input_tokens": 3}})
+    got = await runs.get("one")
+    assert (got.status, got.team_spec, got.usage_by_agent) == (
+        "completed",
+        {"name": "team", "members": [1]},
+        {"w": {"input_tokens": 3}},
+    )
+    with pytest.raises(RunNotFound):
+        await runs.update("missing", status="failed")
+    with pytest.raises(RunNotFound):
+        await runs.get("missing")
+
+
+async def _session(backend: Backend, user: str, session: str) -> None:
+    async with backend.engine.begin() as conn:
+        await conn.execute(
+            insert(UserRow), {"id": user, "email": f"{user}@x.io", "password_hash": "h"}
+        )
+        await conn.execute(insert(SessionRow), {"id": session, "user_id": user, "team": "team"})
+
+
+async def test_a_run_and_its_companions_are_stored_in_one_transaction(backend: Backend) -> None:
+    await _session(backend, "u", "s")
+    ok = {"id": 7, "session_id": "s", "role": "user", "content": "hi", "run_id": "one"}
+    await backend.runs.create(row("one", session_id="s"), (insert(MessageRow), ok))
+    assert (await backend.runs.get("one")).session_id == "s"
+    bad = {**ok, "run_id": "two"}  # message id 7 again: the second statement fails
+    with pytest.raises(IntegrityError):
+        await backend.runs.create(row("two"), (insert(MessageRow), bad))
+    with pytest.raises(RunNotFound):
+        await backend.runs.get("two")  # rolled back with its message
+
+
+async def test_owned_runs_never_leak_to_other_users(backend: Backend) -> None:
+    await backend.runs.create(row("mine", user_id="alice"))
+    assert (await backend.runs.owned("mine", "alice")) is not None
+    assert await backend.runs.owned("mine", "bob") is None
+    assert await backend.runs.owned("unknown", "alice") is None
+
+
+async def test_lists_filter_and_come_newest_first(backend: Backend) -> None:
+    runs = backend.runs
+    start = utcnow() - timedelta(minutes=10)
+    for i, (user, session, status) in enumerate(
+        [
+            ("alice", "s1", "completed"),
+            ("alice", "s1", "interrupted"),
+            ("bob", "s2", "interrupted"),
+            ("alice", "s3", "running"),
+        ]
+    ):
+        created = start + timedelta(minutes=i)
+        await runs.create(
+            row(f"r{i}", user_id=user, session_id=session, status=status, created_at=created)
+        )
+    assert [r.id for r in await runs.list()] == ["r3", "r2", "r1", "r0"]
+    assert [r.id for r in await runs.list(2)] == ["r3", "r2"]
+    assert [r.id for r in await runs.list(user_id="alice")] == ["r3", "r1", "r0"]
+    assert [r.id for r in await runs.list(session_id="s1")] == ["r1", "r0"]
+    paused = await runs.list(user_id="alice", status="interrupted")
+    assert [r.id for r in paused] == ["r1"]
+    recent = await runs.list(since=start + timedelta(minutes=2))
+    assert [r.id for r in recent] == ["r3", "r2"]
+    latest = await runs.latest_in_session("s1")
+    assert latest is not None and latest.id == "r1"
+    assert await runs.latest_in_session("nothing") is None
+    assert await runs.count_by_status() == {"completed": 1, "interrupted": 2, "running": 1}
+
+
+async def test_events_are_read_back_in_order_past_a_page(backend: Backend) -> None:
+    runs = backend.runs
+    count = PAGE + 7
+    await runs.append([message("big", seq) for seq in range(count, 0, -1)])  # any order
+    await runs.append([message("other", 1)])
+    assert await collect(runs, "big") == list(range(1, count + 1))
+    assert await collect(runs, "big", after=PAGE) == list(range(PAGE + 1, count + 1))
+    assert await collect(runs, "other") == [1]
+    events = [event async for event in runs.events("big", count - 1)]
+    assert events == [message("big", count).model_copy(update={"ts": events[0].ts})]
+
+
+async def test_seqs_are_reserved_ahead_in_the_row(backend: Backend) -> None:
+    """Every seq handed out is at or below the row's last_seq once reservations settle, and a
+    reservation is written only every half block."""
+    runs = backend.runs
+    await runs.create(row("r", last_seq=BLOCK))
+    seqs = runs.seqs("r", start=0, reserved=BLOCK)
+    writes = 0
+    real_update = runs.update
+
+    async def counted(run_id: str, **fields: Any) -> None:
+        nonlocal writes
+        writes += 1
+        await real_update(run_id, **fields)
+
+    runs.update = counted  # type: ignore[method-assign]
+    handed = [seqs.next() for _ in range(3 * BLOCK)]
+    await seqs.settle()
+    assert handed == list(range(1, 3 * BLOCK + 1))
+    assert (await runs.get("r")).last_seq >= handed[-1]
+    assert writes <= 3 * BLOCK // (BLOCK // 2)
+
+
+async def test_a_stored_run_is_cancelled_above_every_seq_it_used(backend: Backend) -> None:
+    runs = backend.runs
+    await runs.create(row("paused", status="interrupted", last_seq=40))
+    await runs.cancel_stored("paused", "closed by the user", after_seq=55)
+    got = await runs.get("paused")
+    assert (got.status, got.last_seq) == ("cancelled", 56)
+    events = [event async for event in runs.events("paused")]
+    assert [(e.seq, e.type) for e in events] == [(56, "run_cancelled")]
+
+
+async def test_sqlite_writes_never_block_the_event_loop(tmp_path: Path) -> None:
+    async with open_backend(Settings(database_url=f"sqlite:///{tmp_path}/r.db")) as backend:
+        creating = backend.runs.create(row("two"))
+        await waits_for_the_lock_without_blocking(tmp_path / "r.db", creating)
+        assert (await backend.runs.get("two")).input == "hi"
+        appending = backend.runs.append([message("two", 1)])
+        await waits_for_the_lock_without_blocking(tmp_path / "r.db", appending)
+        assert await collect(backend.runs, "two") == [1]
+        await asyncio.sleep(0)
+
+
+async def test_a_lease_is_held_by_one_process_at_a_time(backend: Backend) -> None:
+    runs = backend.runs
+    await runs.create(row("r"))
+    first = await runs.take_lease("r", "worker-a", ttl_s=30)
+    assert first == 1
+    assert await runs.take_lease("r", "worker-b", ttl_s=30) is None  # held and not expired
+    assert await runs.renew_lease("r", "worker-a", first, ttl_s=30) is False  # no cancel asked
+    await runs.request_cancel("r")
+    assert await runs.renew_lease("r", "worker-a", first, ttl_s=30) is True  # cancel asked
+    await runs.release_lease("r", "worker-a", first)
+    second = await runs.take_lease("r", "worker-b", ttl_s=30)
+    assert second == 2  # a new epoch; taking it cleared the cancel request
+    assert await runs.renew_lease("r", "worker-b", second, ttl_s=30) is False
+    assert await runs.renew_lease("r", "worker-a", first, ttl_s=30) is None  # a's is lost
+
+
+async def test_an_expired_lease_can_be_taken_over(backend: Backend) -> None:
+    runs = backend.runs
+    await runs.create(row("r"))
+    old = await runs.take_lease("r", "dead-worker", ttl_s=0.05)
+    await asyncio.sleep(0.1)
+    new = await runs.take_lease("r", "live-worker", ttl_s=30)
+    assert old == 1 and new == 2
+    assert await runs.renew_lease("r", "dead-worker", 1, ttl_s=30) is None  # fenced off
