@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 
 BOUNDARIES = (
     "model.reply",  # a model reply is in memory, not yet journalled
@@ -38,6 +39,14 @@ def _target(value: str) -> tuple[str, int] | None:
 
 _TARGET = _target(os.environ.get("TEAMGRAPH_CRASH_AT", ""))
 _passes = 0
+_counts: Counter[str] | None = None
+
+
+def count() -> Counter[str]:
+    """Count every pass through every boundary from now on (in this process); the counts."""
+    global _counts
+    _counts = Counter()
+    return _counts
 
 
 def arm(boundary: str, nth: int = 1) -> None:
@@ -49,6 +58,8 @@ def arm(boundary: str, nth: int = 1) -> None:
 def point(name: str) -> None:
     """A durability boundary: crash here when armed for it (see the module's docstring)."""
     global _passes
+    if _counts is not None:
+        _counts[name] += 1
     if _TARGET is None or _TARGET[0] != name:
         return
     _passes += 1

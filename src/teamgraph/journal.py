@@ -55,6 +55,14 @@ class JournalKey:
         """The mark that the call under this key was announced (``tool_called``)."""
         return JournalKey(f"{self.text}.a")
 
+    def reply(self, interrupt_id: str) -> JournalKey:
+        """A human's reply (answer, decisions) to the pause ``interrupt_id`` of a run."""
+        return JournalKey(f"{self.text}/reply:{interrupt_id}")
+
+    def begun(self) -> JournalKey:
+        """The mark that the approved call under this key was started (run at most once)."""
+        return JournalKey(f"{self.text}.b")
+
     def sandboxed_tool(self, name: str, n: int) -> JournalKey:
         """The ``n``-th call of tool ``name`` made by sandboxed code."""
         return JournalKey(f"{self.text}.{name}{n}")
@@ -128,6 +136,31 @@ class Journal:
     async def announce(self, key: JournalKey) -> None:
         """Record that the call under ``key`` is announced (before its event goes out)."""
         await self.store.record(key.announced().text, "1")
+
+    async def begin(self, key: JournalKey) -> bool:
+        """Mark the call under ``key`` as started, durably, before it runs; False when an earlier
+        execution had started it already (a crash came before its result was journalled)."""
+        if await self.store.recall(key.begun().text) is not None:
+            return False
+        await self.store.record(key.begun().text, "1")
+        return True
+
+    async def replies(self, run_id: str, interrupt_ids: list[str]) -> dict[str, Any] | None:
+        """The replies given to these pauses of the run, if every one of them was given."""
+        found = {}
+        for interrupt_id in interrupt_ids:
+            saved = await self.store.recall(JournalKey.task(run_id).reply(interrupt_id).text)
+            if saved is None:
+                return None
+            found[interrupt_id] = json.loads(saved)
+        return found
+
+    async def record_replies(self, run_id: str, replies: dict[str, Any]) -> None:
+        """Keep the replies a resume brings, so that a crash after it does not ask again."""
+        for interrupt_id, value in replies.items():
+            await self.store.record(
+                JournalKey.task(run_id).reply(interrupt_id).text, json.dumps(value)
+            )
 
     async def tool(self, key: JournalKey) -> ToolEntry | None:
         saved = await self.store.recall(key.text)

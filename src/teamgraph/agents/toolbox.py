@@ -28,6 +28,13 @@ from teamgraph.tools.handoff import transferred
 STATE_ARG = "state"
 
 
+INTERRUPTED = (
+    "The approved call to {tool} was started before the process stopped, and its result was "
+    "lost; it was not run again, so its effect is unknown. Check whether it took effect before "
+    "asking for it again."
+)
+
+
 class Toolbox:
     """The tools one agent may call, bound to the run and step it works in."""
 
@@ -64,7 +71,7 @@ class Toolbox:
             if not await journal.was_announced(key):  # e.g. waiting for approval before
                 await journal.announce(key)
                 self._emit(ToolCalled, name, call_id=call_id, args=args)
-            entry = await self._invoke(name, args, call_id, key.text)
+            entry = await self._invoke(name, args, call_id, key)
             point("tool.done")
             await journal.record_tool(key, entry)
             point("tool.journaled")
@@ -85,20 +92,24 @@ class Toolbox:
             cls, self.agent, tool, agent=self.agent, tool=tool, step_id=self.step_id, **fields
         )
 
-    async def _invoke(self, name: str, args: dict[str, Any], call_id: str, key: str) -> ToolEntry:
+    async def _invoke(
+        self, name: str, args: dict[str, Any], call_id: str, key: JournalKey
+    ) -> ToolEntry:
         tool = self.tools.get(name)
         if tool is None:
             names = ", ".join(self.names) or "none"
             return ToolEntry(f"Tool {name} not found. Available: {names}", is_error=True)
         if self._sensitive(tool):
-            decision = self._decision(name, args, call_id, key)
+            decision = self._decision(name, args, call_id, key.text)
             if decision.action == "reject":
                 comment = decision.comment or "no reason given"
                 return ToolEntry(f"The user rejected this call to {name}: {comment}", True)
             if decision.action == "edit":
                 args = dict(decision.args or {})
                 self._emit(ToolCalled, name, call_id=call_id, args=args)  # what really runs
-        return await self._run_or_replay(tool, args, key)
+            if not await self.ctx.journal.begin(key):  # at most once, across crashes
+                return ToolEntry(INTERRUPTED.format(tool=name), is_error=True)
+        return await self._run_or_replay(tool, args, key.text)
 
     async def _run_or_replay(self, tool: BaseTool, args: dict[str, Any], key: str) -> ToolEntry:
         """The tool's result: from the run's recording when replaying one, else by running it

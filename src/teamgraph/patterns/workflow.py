@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 
 from teamgraph.errors import PlanValidationError
 from teamgraph.events import PlanCreated, RunStatus
+from teamgraph.journal import JournalKey
 from teamgraph.ledger import StepRecord
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._steps import execute_plan
@@ -59,7 +60,10 @@ async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Workf
     else:
         decision = await make_plan(state["request"], ctx, state.get("template"))
         plan, tier, notes = decision.plan, decision.tier, decision.notes
-    emit_plan(ctx, plan, tier, notes)
+    key = JournalKey.task(ctx.task_scope("plan"))
+    if not await ctx.journal.was_announced(key):  # once, though a crash re-runs this node
+        await ctx.journal.announce(key)
+        emit_plan(ctx, plan, tier, notes)
     return {"plan": plan.model_dump(), "tier": tier, "notes": notes, "steps": {}}
 
 

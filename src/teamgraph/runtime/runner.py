@@ -13,9 +13,10 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing, nullcontext, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command, Interrupt
 
 from teamgraph.errors import BudgetExceeded, RunConflict, UsageError
 from teamgraph.events import (
@@ -205,8 +206,8 @@ class Runner:
         snapshot = await self.graph.aget_state(self.thread_config(row.thread_id))
         command: Any = None  # continue from the last checkpoint
         if snapshot.interrupts:
-            command = resume_command(snapshot.interrupts, answer, decisions, default)
-        elif not snapshot.next:  # stopped before its first checkpoint: start it again
+            command = await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
+        elif snapshot.metadata is None:  # stopped before its first checkpoint: start again
             command = self.pattern.start(self.team, RunInput(row.input, row.template))
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
@@ -217,6 +218,25 @@ class Runner:
         async with aclosing(self._drive(command, ctx, queue, into=into)) as events:
             async for event in events:
                 yield event
+
+    async def _reply(
+        self,
+        run_id: str,
+        interrupts: Sequence[Interrupt],
+        answer: str | None,
+        decisions: Mapping[str, DecisionLike] | None,
+        default: DecisionLike | None,
+    ) -> Command[Any]:
+        """What resumes the paused run: the reply given now (kept in the journal first), or,
+        when none is given, the one an earlier resume brought before a crash stopped it."""
+        journal = Journal(self.ledger)
+        if answer is None and decisions is None and default is None:
+            given = await journal.replies(run_id, [item.id for item in interrupts])
+            if given is not None:
+                return Command(resume=given)
+        command = resume_command(interrupts, answer, decisions, default)
+        await journal.record_replies(run_id, cast(dict[str, Any], command.resume))
+        return command
 
     async def _announce_resume(self, ctx: RunContext, values: Mapping[str, Any]) -> None:
         """Count what earlier executions spent (every recorded model reply, once), then announce

@@ -21,6 +21,14 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
-    """Bring the app tables to ``revision``."""
+    """Bring the app tables to ``revision``, all or nothing: a process killed half-way leaves the
+    schema as it was (on SQLite too, whose driver runs DDL outside transactions unless one was
+    begun explicitly), and concurrent processes upgrade one after the other."""
     async with engine.begin() as conn:
-        await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
+        await conn.run_sync(lambda sync: _upgrade(sync, revision))
+
+
+def _upgrade(connection: Connection, revision: str) -> None:
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    command.upgrade(alembic_config(connection), revision)
