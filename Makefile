@@ -47,6 +47,7 @@ bench: setup
 	$(VENV)/bin/python benchmarks/tools.py
 	$(VENV)/bin/python benchmarks/sandbox.py
 	$(VENV)/bin/python benchmarks/server.py
+	$(VENV)/bin/python benchmarks/crash.py
 
 clean:
 	rm -rf .tools $(VENV) teamgraph.db

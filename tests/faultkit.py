@@ -152,7 +152,9 @@ async def resume(case: Case, phase: str, approve: bool = False) -> None:
 async def _finished(runner: Any, run_id: str) -> AsyncIterator[Any]:
     """A finished run's result, as the last event a consumer reads (``run_completed``)."""
     result = await runner.result(run_id)
-    yield RunCompleted(run_id=run_id, seq=0, output=result.output, usage=result.usage)
+    yield RunCompleted(
+        run_id=run_id, seq=0, status=result.status, output=result.output, usage=result.usage
+    )
 
 
 async def inspect(case: Case) -> None:
