@@ -22,6 +22,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ class Tally:
         )
 
 
-def _started(case: Case, phase: str, crash: str = "") -> object:
+def _started(case: Case, phase: str, crash: str = "") -> BaseProcess:
     work = faultkit.start if phase == "start" else faultkit.resume
     args = () if phase == "start" else (phase,)
     process = faultkit.context().Process(target=faultkit._child, args=(work, case, crash, *args))
@@ -67,12 +68,12 @@ def _started(case: Case, phase: str, crash: str = "") -> object:
 def _killed_at_random(case: Case, phase: str, after_s: float) -> bool:
     """Start ``phase``; SIGKILL it after ``after_s`` unless it ended; whether it was killed."""
     process = _started(case, phase)
-    process.join(timeout=after_s)  # type: ignore[attr-defined]
-    if process.exitcode is None:  # type: ignore[attr-defined]
-        process.kill()  # type: ignore[attr-defined]
-        process.join()  # type: ignore[attr-defined]
+    process.join(timeout=after_s)
+    if process.exitcode is None:
+        process.kill()
+        process.join()
         return True
-    assert process.exitcode == 0, case.path("child.err").read_text()  # type: ignore[attr-defined]
+    assert process.exitcode == 0, case.path("child.err").read_text()
     return False
 
 

@@ -16,3 +16,12 @@ def charge_card(customer: str) -> str:
 
 
 charge_card.metadata = {"requires_approval": True}
+
+PAYMENTS_TEAM = """
+name: payments
+members:
+  - name: clerk
+    description: Charges customers' cards for orders
+    tools: ["tests.counting_tools:charge_card"]
+"""  # a team whose one member charges cards, each charge needing approval
+PAYMENTS_REQUEST = "charge the card of customer 42"

@@ -34,13 +34,6 @@ from teamgraph.testing import current_brief
 REPO = Path(__file__).resolve().parents[1]
 TEAMS = REPO / "examples" / "teams"
 REQUEST = "Compare PostgreSQL and MongoDB on performance, security and cost"
-PAYMENTS = """
-name: payments
-members:
-  - name: clerk
-    description: Charges customers' cards for orders
-    tools: ["tests.counting_tools:charge_card"]
-"""
 
 
 class LoggedOffline(OfflineChatModel):

@@ -13,15 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from .counting_tools import PAYMENTS_REQUEST, PAYMENTS_TEAM
+
 REPO = Path(__file__).resolve().parents[1]
-TEAM = """
-name: payments
-members:
-  - name: clerk
-    description: Charges customers' cards for orders
-    tools: ["tests.counting_tools:charge_card"]
-"""
-REQUEST = "charge the card of customer 42"
+TEAM, REQUEST = PAYMENTS_TEAM, PAYMENTS_REQUEST
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from teamgraph import faults
 from teamgraph.faults import CRASH_EXIT_CODE
 
 from . import faultkit
+from .counting_tools import PAYMENTS_REQUEST, PAYMENTS_TEAM
 from .faultkit import TEAMS, Case, announced, in_child
 
 PATTERNS = {
@@ -140,13 +141,13 @@ def test_on_postgres_too(
 # --- approvals: an approved side effect runs at most once ---------------------------------------
 def _payments(tmp: Path, db: str) -> Case:
     team = tmp / "payments.yaml"
-    team.write_text(faultkit.PAYMENTS)
+    team.write_text(PAYMENTS_TEAM)
     return Case(
         team=str(team),
         db=db,
         folder=str(tmp),
         run_id="pay-1",
-        request="charge the card of customer 42",
+        request=PAYMENTS_REQUEST,
     )
 
 
