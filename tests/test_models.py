@@ -15,7 +15,15 @@ def test_offline_is_the_default_model() -> None:
     assert resolve_model("offline", latency=0.5).latency == 0.5  # type: ignore[attr-defined]
 
 
-def test_missing_provider_package_gives_the_install_line() -> None:
+def test_missing_provider_package_gives_the_install_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(  # as on a machine without the anthropic extra
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "langchain_anthropic" else find_spec(name, *a),
+    )
     with pytest.raises(ModelConfigError) as info:
         resolve_model("anthropic:claude-sonnet-4-5")
     assert 'pip install "teamgraph[anthropic]"' in str(info.value)

@@ -116,3 +116,30 @@ async def test_diff_shows_where_two_runs_differ(settings: Any) -> None:
     assert report.startswith(f"--- run {first.run_id}\n+++ run {second.run_id}")
     assert "+step research_performance [done] researcher" in report
     assert diff_runs(first, first) == ""
+
+
+def test_the_cli_records_replays_and_diffs_runs(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from teamgraph.cli import app
+
+    cli, db, tape = CliRunner(), f"sqlite:///{tmp_path}/cli.db", tmp_path / "tape.jsonl"
+    common = ["--team", str(EXAMPLES / "research.yaml"), "--db", db, "--events", "jsonl"]
+
+    def run_id(*args: str) -> str:
+        result = cli.invoke(app, ["run", *common, "--no-input", *args])
+        assert result.exit_code == 0, result.output
+        events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        assert events[-1]["type"] == "run_completed", events[-1]
+        return str(events[0]["run_id"])
+
+    recorded = run_id("--record", str(tape), REQUEST)
+    replayed = run_id("--replay", str(tape), REQUEST)
+    same = cli.invoke(app, ["diff", recorded, replayed, "--db", db])
+    assert (same.exit_code, same.stdout) == (0, "")
+    other = run_id("Compare Redis and MongoDB on cost")
+    differ = cli.invoke(app, ["diff", recorded, other, "--db", db])
+    assert differ.exit_code == 1
+    assert f"--- run {recorded}" in differ.stdout and "+step research_cost" in differ.stdout
+    both = cli.invoke(app, ["run", *common, "--record", "a", "--replay", "b", REQUEST])
+    assert both.exit_code == 2 and "choose one" in both.output

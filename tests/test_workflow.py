@@ -146,18 +146,27 @@ async def test_transient_errors_retry_and_others_do_not(settings: Any) -> None:
     assert result.step("broken").status == "failed"
 
 
-async def test_transient_errors_give_up_after_max_attempts(settings: Any) -> None:
+async def test_a_provider_still_failing_after_the_retries_stops_the_run_to_resume(
+    settings: Any,
+) -> None:
     calls = 0
+    down = True
 
     def fn(messages: list[BaseMessage]) -> str:
         nonlocal calls
         calls += 1
-        raise transient("429 Too Many Requests")
+        if down:
+            raise transient("429 Too Many Requests")
+        return "fine"
 
     team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=fn))
     result, _ = await run_collect(team, "x", plan=_plan(("a", "researcher", [])))
-    assert calls == 3 and result.status == "failed"
-    assert "429" in result.step("a").error
+    assert calls == 3 and result.status == "failed"  # stopped, not "completed_with_errors"
+    assert "still failing after 3 attempts" in result.error and "429" in result.error
+    assert "resume" in result.error
+    down = False
+    resumed = await team.resume(result.run_id)
+    assert resumed.status == "completed" and resumed.step("a").output == "fine"
 
 
 def test_concat_report_format() -> None:

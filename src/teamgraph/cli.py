@@ -18,7 +18,7 @@ from rich.text import Text
 
 from teamgraph.cli_pauses import ask, how_to_resume, resume_options
 from teamgraph.config import Settings
-from teamgraph.errors import TeamgraphError
+from teamgraph.errors import TeamgraphError, UsageError
 from teamgraph.events import Event, RunStatus
 from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
 from teamgraph.runtime.backend import open_backend
@@ -84,16 +84,34 @@ def run(
             "--no-input", help="Never prompt: a paused run exits (code 4), resumable with `resume`."
         ),
     ] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(help="Write every model request and reply and tool result to this file."),
+    ] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option(
+            help="Answer model calls and tools from a --record file (no network, no key); "
+            "a request the recording lacks fails the run with a diff."
+        ),
+    ] = None,
 ) -> None:
     """Run a team on a request, showing a live table of steps and the final report."""
     settings = _settings(db)
     try:
+        if record is not None and replay is not None:
+            raise UsageError("--record and --replay: choose one")
+        if replay is not None and not replay.is_file():
+            raise UsageError(f"--replay {replay}: no such recording")
         spec_team = Team.from_yaml(team, settings=settings)
     except TeamgraphError as exc:
         raise _fail(exc) from None
 
     async def source(runner: Runner) -> AsyncIterator[Event]:
-        async for event in runner.stream(request, template=template, thread_id=thread):
+        stream = runner.stream(
+            request, template=template, thread_id=thread, record=record, replay=replay
+        )
+        async for event in stream:
             yield event
 
     raise typer.Exit(_drive(spec_team, source, events, interactive=not no_input))
@@ -125,6 +143,36 @@ def resume(
             yield event
 
     raise typer.Exit(_drive(team, source, events, interactive=not no_input))
+
+
+@app.command()
+def diff(
+    first: Annotated[str, typer.Argument(help="Id of a run.")],
+    second: Annotated[str, typer.Argument(help="Id of the run to compare it with.")],
+    db: DbOption = None,
+) -> None:
+    """Show where two runs differ: status, plan, every step's task and output, the answer and
+    the cost (a unified diff; nothing, and exit code 0, when they agree)."""
+    settings = _settings(db)
+    try:
+        text = asyncio.run(_diff(settings, first, second))
+    except TeamgraphError as exc:
+        raise _fail(exc) from None
+    if text:
+        print(text)
+    raise typer.Exit(1 if text else 0)
+
+
+async def _diff(settings: Settings, first: str, second: str) -> str:
+    from teamgraph.runtime.diff import diff_runs
+
+    async with open_backend(settings) as backend:
+        results = []
+        for run_id in (first, second):
+            row = await backend.runs.get(run_id)
+            team = Team(team_from_dict(row.team_spec, source=f"run {run_id}"), settings=settings)
+            results.append(await Runner(team.spec, backend, team.config).result(run_id))
+    return diff_runs(*results)
 
 
 async def _get_run(settings: Settings, run_id: str) -> dict[str, Any]:

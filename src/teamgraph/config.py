@@ -3,9 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+class ProviderSettings(BaseModel):
+    """How teamgraph talks to one provider, or one provider's model (``providers`` setting,
+    keyed ``openai``, ``anthropic``, ``ollama`` or ``provider:model``; a model's entry is merged
+    over its provider's). Limits are shared by every run of the process."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = Field(default=None, description="Endpoint (OpenAI-compatible, ...).")
+    api_key: str | None = Field(
+        default=None, repr=False, description="Key (else the provider's variable)."
+    )
+    streaming: bool | None = Field(default=None, description="Stream replies (default: yes).")
+    timeout_s: float | None = Field(
+        default=None, gt=0, description=f"Per-request timeout (default {DEFAULT_TIMEOUT_S:g})."
+    )
+    max_concurrency: int | None = Field(default=None, ge=1, description="Calls at once.")
+    requests_per_minute: int | None = Field(default=None, ge=1, description="Request rate.")
+    tokens_per_minute: int | None = Field(default=None, ge=1, description="Token rate.")
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Extra arguments for the LangChain chat model."
+    )
+
+    def over(self, base: ProviderSettings) -> ProviderSettings:
+        """These settings where set, ``base``'s elsewhere."""
+        mine = self.model_dump(exclude_unset=True, exclude={"kwargs"})
+        return base.model_copy(update={**mine, "kwargs": {**base.kwargs, **self.kwargs}})
 
 
 class Settings(BaseSettings):
@@ -38,6 +69,26 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("TEAMGRAPH_OPENAI_API_KEY", "OPENAI_API_KEY"),
         description="Key for the OpenAI (or OpenAI-compatible) endpoint.",
     )
+    anthropic_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("TEAMGRAPH_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL"),
+        description="Base URL of the Anthropic Messages API (a proxy, a gateway, ...).",
+    )
+    anthropic_api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("TEAMGRAPH_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+        description="Key for the Anthropic API.",
+    )
+    ollama_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("TEAMGRAPH_OLLAMA_BASE_URL", "OLLAMA_HOST"),
+        description="Where Ollama listens (default http://127.0.0.1:11434).",
+    )
+    providers: dict[str, ProviderSettings] = Field(
+        default_factory=dict,
+        description="Per provider or provider:model: endpoint, key, streaming, timeout and "
+        "limits (JSON in the environment).",
+    )
 
     knowledge_path: Path = Field(
         default=Path("teamgraph-knowledge.db"),
@@ -68,6 +119,22 @@ class Settings(BaseSettings):
         },
         description="Per-user and per-IP limits by route group.",
     )
+
+    def provider(self, model: str) -> ProviderSettings:
+        """The settings a ``provider:model`` is called with: the flat variables
+        (``OPENAI_BASE_URL``, ...), then ``providers[provider]``, then
+        ``providers[provider:model]``."""
+        name = model.partition(":")[0]
+        flat = {
+            "openai": (self.openai_base_url, self.openai_api_key),
+            "anthropic": (self.anthropic_base_url, self.anthropic_api_key),
+            "ollama": (self.ollama_base_url, None),
+        }.get(name, (None, None))
+        merged = ProviderSettings(base_url=flat[0], api_key=flat[1])
+        for key in (name, model):
+            if key in self.providers:
+                merged = self.providers[key].over(merged)
+        return merged
 
     @property
     def is_postgres(self) -> bool:

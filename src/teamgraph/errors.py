@@ -46,12 +46,28 @@ class MaxIterationsExceeded(RunFailure):
         self.limit = limit
 
 
-class BudgetExceeded(RunFailure):
+class RunStop(RunFailure):
+    """Not one step's failure but the whole run's: it stops at once, keeping what was done, and
+    may be resumed once the cause is gone (a budget raised, a provider back)."""
+
+
+class BudgetExceeded(RunStop):
     """A run reached one of its budget limits; it stops, keeping what was done."""
 
     def __init__(self, limit: str, allowed: float, reached: float) -> None:
         super().__init__(f"budget exceeded: {limit}={allowed} reached ({reached})")
         self.limit, self.allowed, self.reached = limit, allowed, reached
+
+
+class ModelUnavailable(RunStop):
+    """A model provider cannot serve the run: still failing after the retries (timeouts, 429,
+    5xx, connection errors) or refusing access (401, 403, 404 — a key or a model name to fix).
+    The run stops; ``teamgraph resume`` continues it from where it stopped."""
+
+
+class ModelCallFailed(RunFailure):
+    """A model provider rejected one request (a 4xx other than access: bad request, context
+    too long, ...). The message is the provider's own, keys removed. Not retried."""
 
 
 class AgentFailed(RunFailure):

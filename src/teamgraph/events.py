@@ -114,6 +114,19 @@ class TokenDelta(BaseEvent):
     step_id: str | None = None
 
 
+class ModelRetry(BaseEvent):
+    """A model call failed transiently and is asked again after ``delay_s``: the tokens this
+    agent streamed since its last ``usage`` event were from the failed attempt."""
+
+    type: Literal["model_retry"] = "model_retry"
+    agent: str
+    model: str
+    attempt: int  # the attempt that failed (1 = the first)
+    delay_s: float
+    error: str
+    step_id: str | None = None
+
+
 class AgentMessage(BaseEvent):
     type: Literal["agent_message"] = "agent_message"
     agent: str
@@ -176,10 +189,14 @@ class Resumed(BaseEvent):
 
 
 class UsageRecorded(BaseEvent):
+    """One model call's cost, and why the model stopped (``length``: cut by the output limit;
+    see :mod:`teamgraph.llm.finish`)."""
+
     type: Literal["usage"] = "usage"
     agent: str
     model: str
     usage: TokenUsage
+    stop_reason: str = ""
     step_id: str | None = None
 
 
@@ -212,6 +229,7 @@ Event = Annotated[
     | StepSkipped
     | AgentStarted
     | TokenDelta
+    | ModelRetry
     | AgentMessage
     | ToolCalled
     | ToolReturned

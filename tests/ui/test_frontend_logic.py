@@ -454,3 +454,34 @@ def test_failures_skips_costs_and_pauses_are_shown_as_they_happened(js: Any) -> 
         events + resumed,
     )
     assert context == "### check\nall good"  # only finished dependencies, labelled by id
+
+
+def test_a_retried_model_call_drops_the_failed_attempts_tokens(js: Any) -> None:
+    def event(seq: int, type_: str, **fields: Any) -> dict[str, Any]:
+        path = ["t", "writer"]
+        return {
+            "run_id": "r",
+            "seq": seq,
+            "ts": "",
+            "path": path,
+            "parent_id": None,
+            "type": type_,
+            "agent": "writer",
+            "step_id": "s",
+            **fields,
+        }
+
+    usage = {"input_tokens": 3, "output_tokens": 2, "cost_usd": 0.0}
+    events = [
+        event(1, "token", text="First call. "),
+        event(2, "usage", model="m", usage=usage, stop_reason="stop"),
+        event(3, "token", text="half an ans"),  # the connection drops here
+        event(4, "model_retry", model="m", attempt=1, delay_s=0.5, error="ReadError"),
+        event(5, "token", text="A whole answer."),
+    ]
+    texts = js(
+        "runstate.js",
+        "(m, events) => Object.values(m.replay(events).streams).map((s) => s.text)",
+        events,
+    )
+    assert texts == ["First call. A whole answer."]

@@ -7,8 +7,11 @@ One call, in order:
 1. **replay** — a reply the run's journal holds for this call's key (an earlier attempt made it
    before a crash or a pause) is returned as it was; nothing is asked, spent or counted again;
 2. **budget** — the run's limits are checked and the call is counted before it starts;
-3. **the call** — with the call's :class:`~teamgraph.llm.brief.Brief` current, streamed as
-   ``token`` events (text calls), transient errors retried with backoff and jitter;
+3. **the call** — through the provider's limits (:mod:`teamgraph.llm.limits`), with the call's
+   :class:`~teamgraph.llm.brief.Brief` current, streamed as ``token`` events (text calls);
+   transient errors retried after ``Retry-After`` or with backoff and jitter, each retry
+   announced as a ``model_retry`` event (its partial tokens void); a provider's failure
+   reported as :mod:`teamgraph.llm.errors` classifies it;
 4. **journal** — the reply and what it cost are recorded at once (the window in which a crash
    loses a paid reply is this one write);
 5. **usage** — counted per step, agent and run, and emitted once as a ``usage`` event.
@@ -20,25 +23,28 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import jsonschema
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from teamgraph import prompts
 from teamgraph.brief import Brief, briefed
-from teamgraph.events import BaseEvent, TokenDelta, UsageRecorded
+from teamgraph.events import BaseEvent, ModelRetry, TokenDelta, UsageRecorded
 from teamgraph.faults import point
 from teamgraph.journal import Journal, JournalKey, ModelEntry
 from teamgraph.llm.cassette import Cassette, model_request
 from teamgraph.llm.direct import direct_call, streams
-from teamgraph.llm.errors import is_transient
+from teamgraph.llm.errors import MAX_RETRY_AFTER_S, is_transient, redact, retry_after, translate
+from teamgraph.llm.finish import check_declined, stop_reason
 from teamgraph.llm.usage import UsageTracker
 from teamgraph.specs.team import RetryOptions
+
+if TYPE_CHECKING:
+    from teamgraph.llm.provider import ModelProvider
 
 T = TypeVar("T")
 E = TypeVar("E", bound=BaseEvent)
@@ -52,6 +58,7 @@ class CallScope(Protocol):
     usage: UsageTracker
     journal: Journal
     cassette: Cassette | None
+    models: ModelProvider
 
     def site(self, name: str) -> str: ...
 
@@ -86,12 +93,14 @@ async def ask(
     ``on_fresh`` runs before a call that is really made (not replayed)."""
     saved = await scope.journal.model(key)
     if saved is not None:
-        return saved.message()
-    if on_fresh is not None:
-        on_fresh()
-    scope.usage.admit()
-    reply = await _reply(scope, caller, messages, key, brief)
-    await _settle(scope, caller, key, reply)
+        reply = saved.message()
+    else:
+        if on_fresh is not None:
+            on_fresh()
+        scope.usage.admit()
+        reply = await _reply(scope, caller, messages, key, brief)
+        await _settle(scope, caller, key, reply)
+    check_declined(reply, caller.model_name)  # paid and journalled first: replayed, it fails again
     return reply
 
 
@@ -105,7 +114,9 @@ async def _reply(
     """The model's reply (recorded when recording a run), or the recording's (replaying one)."""
     cassette = scope.cassette
     if cassette is None:
-        return await _retrying(scope, lambda: _stream_once(scope, caller, messages, brief))
+        return await _retrying(
+            scope, caller, messages, lambda: _stream_once(scope, caller, messages, brief)
+        )
     site, request = _site(scope, caller, key), model_request(messages, caller.model)
     if cassette.replaying:
         reply, _ = cassette.model_reply(site, request)
@@ -113,7 +124,9 @@ async def _reply(
             agent = caller.agent
             scope.emit(TokenDelta, agent, agent=agent, text=reply.text, step_id=caller.step_id)
         return reply
-    reply = await _retrying(scope, lambda: _stream_once(scope, caller, messages, brief))
+    reply = await _retrying(
+        scope, caller, messages, lambda: _stream_once(scope, caller, messages, brief)
+    )
     cassette.record_model(site, request, reply)
     return reply
 
@@ -197,7 +210,7 @@ async def _structured_reply(
             raw = await runnable.ainvoke(list(messages))
         return dict(raw) if isinstance(raw, dict) else {"parsed": raw, "raw": None}
 
-    raw = await _retrying(scope, once)
+    raw = await _retrying(scope, caller, messages, once)
     if cassette is not None and isinstance(raw.get("raw"), AIMessage):
         value = raw.get("parsed")
         parsed = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
@@ -242,31 +255,57 @@ async def _settle(
         agent=caller.agent,
         model=caller.model_name,
         usage=usage,
+        stop_reason=stop_reason(reply),
         step_id=caller.step_id,
     )
 
 
-async def _retrying(scope: CallScope, attempt: Callable[[], Awaitable[T]]) -> T:
-    """``attempt()``; transient errors retried with exponential backoff and jitter. The common
-    case pays nothing for the retry machinery."""
+async def _retrying(
+    scope: CallScope,
+    caller: Caller,
+    messages: Sequence[BaseMessage],
+    attempt: Callable[[], Awaitable[T]],
+) -> T:
+    """``attempt()`` through the model's limits; transient errors retried after the provider's
+    ``Retry-After`` or with exponential backoff and jitter. A provider's failure is reported as
+    :func:`~teamgraph.llm.errors.translate` says (the run stops, or the step fails)."""
+    gate = scope.models.gate(caller.model_name)
     policy = scope.retry
-    try:
-        return await attempt()
-    except Exception as exc:
-        if not is_transient(exc) or policy.max_attempts < 2:
-            raise
-    await asyncio.sleep(policy.initial_delay_s + random.uniform(0, policy.jitter_s))
-    async for retry in AsyncRetrying(
-        retry=retry_if_exception(is_transient),
-        stop=stop_after_attempt(policy.max_attempts - 1),
-        wait=wait_exponential_jitter(
-            multiplier=2 * policy.initial_delay_s, max=policy.max_delay_s, jitter=policy.jitter_s
-        ),
-        reraise=True,
-    ):
-        with retry:
-            return await attempt()
-    raise AssertionError("unreachable: tenacity re-raises the last error")
+    for number in range(1, policy.max_attempts + 1):
+        try:
+            if gate is None:
+                return await attempt()
+            return await gate.through(attempt, messages)
+        except Exception as exc:
+            delay = _delay(exc, policy, number)
+            if delay is None:
+                failure = translate(exc, caller.model_name, number)
+                if failure is exc:
+                    raise
+                raise failure from exc
+            scope.emit(
+                ModelRetry,
+                caller.agent,
+                agent=caller.agent,
+                model=caller.model_name,
+                attempt=number,
+                delay_s=round(delay, 3),
+                error=redact(f"{type(exc).__name__}: {exc}")[:500],
+                step_id=caller.step_id,
+            )
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _delay(exc: BaseException, policy: RetryOptions, number: int) -> float | None:
+    """How long to wait before attempt ``number + 1``; ``None``: do not retry."""
+    if number >= policy.max_attempts or not is_transient(exc):
+        return None
+    asked = retry_after(exc)
+    if asked is not None:
+        return asked if asked <= MAX_RETRY_AFTER_S else None
+    backoff: float = min(policy.max_delay_s, policy.initial_delay_s * 2.0 ** (number - 1))
+    return backoff + random.uniform(0, policy.jitter_s)
 
 
 async def _stream_once(
@@ -285,14 +324,15 @@ async def _stream_once(
         async for chunk in model.astream(list(messages)):
             if not isinstance(chunk, AIMessageChunk):
                 chunk = AIMessageChunk(**chunk.model_dump(exclude={"type"}))
-            if isinstance(chunk.content, str) and chunk.content:
-                scope.emit(TokenDelta, agent, agent=agent, text=chunk.content, step_id=step_id)
+            if text := chunk.text:  # plain text, or the text blocks of a list (Anthropic)
+                scope.emit(TokenDelta, agent, agent=agent, text=text, step_id=step_id)
             merged = chunk if merged is None else merged + chunk
     if merged is None:
         return AIMessage(content="")
     return AIMessage(
         content=merged.content,
         tool_calls=merged.tool_calls,
+        additional_kwargs=merged.additional_kwargs,  # a refusal, reasoning, ...
         usage_metadata=merged.usage_metadata,
         response_metadata=merged.response_metadata,
         id=merged.id,

@@ -8,7 +8,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from teamgraph.config import Settings
+from teamgraph.config import ProviderSettings, Settings
+from teamgraph.llm import limits
 from teamgraph.llm.resolve import resolve_model
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
@@ -31,6 +32,7 @@ class ModelProvider:
         self.default = default
         self.stand_in = stand_in  # used instead of building a model by name (a replayed run)
         self._cache: dict[str, BaseChatModel] = {}
+        self._options: dict[str, ProviderSettings] = {}
 
     def for_agent(self, team: TeamSpec, agent: AgentSpec) -> tuple[BaseChatModel, str]:
         if agent.model is None:
@@ -51,3 +53,16 @@ class ModelProvider:
         if key not in self._cache:
             self._cache[key] = resolve_model(name, self.settings, **dict(kwargs))
         return self._cache[key], name
+
+    def gate(self, model: str) -> limits.Gate | None:
+        """The limits a call of ``model`` passes (``None``: none set). A model with an entry of
+        its own in ``providers`` has its own limits; others share their provider's."""
+        options = self._options.get(model)
+        if options is None:
+            options = self._options[model] = self.settings.provider(model)
+        if options.max_concurrency is None and not (
+            options.requests_per_minute or options.tokens_per_minute
+        ):
+            return None
+        shared = model if model in self.settings.providers else model.partition(":")[0]
+        return limits.gate(shared, options)

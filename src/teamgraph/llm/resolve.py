@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from teamgraph.config import Settings
+from teamgraph.config import DEFAULT_TIMEOUT_S, ProviderSettings, Settings
 from teamgraph.errors import ModelConfigError
 
 # provider -> (python module it needs, teamgraph extra that installs it)
@@ -43,19 +43,27 @@ def resolve_model(name: str, settings: Settings | None = None, **kwargs: Any) ->
             f"model {name!r} needs the {module.replace('_', '-')} package: "
             f'pip install "teamgraph[{extra}]"'
         )
-    if provider == "openai":
-        kwargs = _openai_defaults(settings, kwargs)
-    return _init_chat_model(f"{provider}:{model}", **kwargs)
+    options = settings.provider(name)
+    return _init_chat_model(f"{provider}:{model}", **{**client_kwargs(provider, options), **kwargs})
 
 
-def _openai_defaults(settings: Settings, kwargs: dict[str, Any]) -> dict[str, Any]:
-    out = dict(kwargs)
-    if settings.openai_base_url and "base_url" not in out:
-        out["base_url"] = settings.openai_base_url
-    if settings.openai_api_key and "api_key" not in out:
-        out["api_key"] = settings.openai_api_key
-    out.setdefault("stream_usage", True)
-    return out
+def client_kwargs(provider: str, options: ProviderSettings) -> dict[str, Any]:
+    """The LangChain chat model's arguments for ``options``. The clients' own retries are off:
+    teamgraph's model-call path retries, so one policy (classification, ``Retry-After``,
+    backoff, limits) holds for every provider."""
+    timeout = options.timeout_s or DEFAULT_TIMEOUT_S
+    out: dict[str, Any] = {}
+    if options.base_url:
+        out["base_url"] = options.base_url
+    if provider == "ollama":
+        out["client_kwargs"] = {"timeout": timeout}
+    else:
+        out |= {"timeout": timeout, "max_retries": 0, "stream_usage": True}
+        if options.api_key:
+            out["api_key"] = options.api_key
+    if options.streaming is False:
+        out["disable_streaming"] = True
+    return {**out, **options.kwargs}
 
 
 def _init_chat_model(model: str, **kwargs: Any) -> BaseChatModel:

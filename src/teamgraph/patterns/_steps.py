@@ -7,7 +7,7 @@ import time
 from collections import deque
 
 from teamgraph import prompts
-from teamgraph.errors import ApprovalPending, BudgetExceeded
+from teamgraph.errors import ApprovalPending, BudgetExceeded, RunStop
 from teamgraph.events import StepCompleted, StepFailed, StepSkipped, StepStarted, StepState
 from teamgraph.faults import point
 from teamgraph.ledger import StepRecord
@@ -204,7 +204,7 @@ async def run_step(
         outcome = await run_member(
             agent, prompts.worker_assignment(step.task, context), ctx, step_id=step.id
         )
-    except BudgetExceeded:
+    except RunStop:
         raise  # stops the whole run, not just this step
     except ApprovalPending:
         return None  # the step resumes once the human has decided

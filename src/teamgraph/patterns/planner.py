@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from teamgraph import prompts
 from teamgraph.brief import Brief, Member
-from teamgraph.errors import BudgetExceeded
+from teamgraph.errors import RunStop
 from teamgraph.events import PlannerTier
 from teamgraph.journal import JournalKey
 from teamgraph.llm.call import Caller, ask
@@ -72,8 +72,8 @@ async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan |
     for attempt in range(2):
         try:
             reply = await ask(ctx, caller, messages, scope.model_call(attempt + 1), brief)
-        except BudgetExceeded:
-            raise  # the run's budget: not a planner failure to fall through
+        except RunStop:
+            raise  # the run stops (budget, provider down): not a planner failure
         except Exception as exc:  # the planner's failure falls through to the rule tiers
             notes.append(f"model planner failed: {type(exc).__name__}: {exc}")
             return None

@@ -23,7 +23,7 @@ from langgraph.runtime import Runtime
 
 from teamgraph.agents import AgentExtras, AgentOutcome
 from teamgraph.brief import Assignment
-from teamgraph.errors import BudgetExceeded
+from teamgraph.errors import RunStop
 from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._members import run_member
@@ -49,7 +49,7 @@ async def agent_node(state: SingleState, runtime: Runtime[RunContext]) -> dict[s
 
     try:
         outcome = await with_approvals(ctx, body)
-    except (GraphBubbleUp, BudgetExceeded):
+    except (GraphBubbleUp, RunStop):
         raise  # a pause for a human, or the run's budget: the runner handles both
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"

@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field
 from teamgraph import prompts
 from teamgraph.agents import AgentExtras, AgentOutcome
 from teamgraph.brief import Assignment, Brief, Member
-from teamgraph.errors import AgentFailed, BudgetExceeded
+from teamgraph.errors import AgentFailed, RunStop
 from teamgraph.events import AgentMessage, Handoff
 from teamgraph.journal import JournalKey
 from teamgraph.llm.call import Caller, StructuredOutputError, ask_structured
@@ -183,7 +183,7 @@ async def worker_node(state: WorkerTask, runtime: Runtime[RunContext]) -> dict[s
 
     try:
         outcome = await with_approvals(ctx, body)
-    except (GraphBubbleUp, BudgetExceeded):
+    except (GraphBubbleUp, RunStop):
         raise  # a pause for a human, or the run's budget: not this member's failure
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"

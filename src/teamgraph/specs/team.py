@@ -142,7 +142,11 @@ class TeamSpec(BaseModel):
     name: str = Field(min_length=1)
     description: str = ""
     pattern: Pattern = "workflow"
-    model: str = "offline"
+    model: str | None = Field(
+        default=None,
+        description="Model of the team's roles and members (a nested team inherits it); "
+        "unset: the default_model setting.",
+    )
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
     members: list[Member] = Field(min_length=1)
     knowledge: list[str] = Field(default_factory=list, description="Paths indexed for search_docs")
@@ -194,6 +198,11 @@ class TeamSpec(BaseModel):
         return value
 
     @model_validator(mode="after")
+    def _nested_teams_inherit_the_model(self) -> TeamSpec:
+        _pass_model_down(self)
+        return self
+
+    @model_validator(mode="after")
     def _check_members(self) -> TeamSpec:
         names = [m.name for m in self.members]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -237,6 +246,14 @@ def _member_kind(value: Any) -> str:
     if isinstance(value, TeamSpec) or (isinstance(value, dict) and "members" in value):
         return "team"
     return "agent"
+
+
+def _pass_model_down(team: TeamSpec) -> None:
+    """Nested teams that name no model use their parent's (all the way down)."""
+    for member in team.members:
+        if isinstance(member, TeamSpec) and member.model is None and team.model is not None:
+            member.model, member.model_kwargs = team.model, dict(team.model_kwargs)
+            _pass_model_down(member)
 
 
 Member = Annotated[

@@ -209,7 +209,7 @@ const handlers = {
     addToTree(state, e.path, "agent");
   },
   token(state, e) {
-    const key = `${e.path.join("/")}|${e.step_id || ""}`;
+    const key = streamKey(e);
     if (!state.streams[key]) {
       const step = stepOf(state, e);
       state.streams[key] = { agent: agentLabel(e.path), text: "", stepKey: step ? step.key : null };
@@ -220,8 +220,13 @@ const handlers = {
     }
     addToTree(state, e.path, "agent");
   },
+  model_retry(state, e) {
+    // the failed attempt's tokens are void: back to where the agent's last call ended
+    const stream = state.streams[streamKey(e)];
+    if (stream) stream.text = stream.text.slice(0, stream.settled || 0);
+  },
   agent_message(state, e) {
-    const key = `${e.path.join("/")}|${e.step_id || ""}`;
+    const key = streamKey(e);
     if (state.streams[key]) state.streams[key].done = true; // stays shown until the next one
     addToTree(state, e.path, "agent");
   },
@@ -301,6 +306,8 @@ const handlers = {
       state.agents[label] = { label, path: e.path, model: e.model, usage: zeroUsage(), calls: 0 };
     }
     const agent = state.agents[label];
+    const stream = state.streams[streamKey(e)];
+    if (stream) stream.settled = stream.text.length; // a retry later keeps what this call said
     agent.calls += 1;
     addUsage(agent.usage, e.usage);
     addUsage(state.usage, e.usage);
@@ -323,6 +330,11 @@ const handlers = {
     state.live = null;
   },
 };
+
+/** One agent's call stream: parallel runs of one nested team differ by the step they work for. */
+function streamKey(e) {
+  return `${e.path.join("/")}|${e.parent_id || ""}|${e.step_id || ""}`;
+}
 
 const HOLDERS = new Set(["token", "usage", "agent_message", "agent_started"]);
 
