@@ -48,6 +48,7 @@ bench: setup
 	$(VENV)/bin/python benchmarks/sandbox.py
 	$(VENV)/bin/python benchmarks/server.py
 	$(VENV)/bin/python benchmarks/crash.py
+	$(VENV)/bin/python benchmarks/providers.py
 
 clean:
 	rm -rf .tools $(VENV) teamgraph.db
