@@ -5,16 +5,22 @@ keep a fan-out under the provider's rate."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages.ai import UsageMetadata
 
 from teamgraph import Team
+from teamgraph.config import ProviderSettings
+from teamgraph.llm.limits import Gate
 from teamgraph.llm.pricing import PriceTable
 from teamgraph.plan import Plan, Step
 
@@ -233,3 +239,25 @@ async def test_a_budget_stops_the_run_on_the_providers_counts(
     assert price is not None and result.usage.cost_usd == pytest.approx(price.cost(*fake.billed()))
     [spent] = [s for s in result.steps if s.usage.input_tokens]
     assert spent.usage == result.usage == result.usage_by_agent["w0"]
+
+
+async def test_a_limit_is_shared_by_every_run_of_the_process(tmp_path: Path) -> None:
+    with FakeProvider(piece_delay_s=0.01) as slow:
+        shared = team(tmp_path, slow, steps=2, max_concurrency=1)
+        await shared.run("set the database up", plan=plan(2))
+        results = await asyncio.gather(*(shared.run("x", plan=plan(2)) for _ in range(3)))
+    assert [r.status for r in results] == ["completed"] * 3 and len(slow.served) == 8
+    assert slow.peak == 1
+
+
+async def test_tokens_per_minute_charge_what_the_provider_reported() -> None:
+    gate = Gate(ProviderSettings(tokens_per_minute=60_000))  # 1,000 a second, 10 s of them
+
+    async def big() -> AIMessage:  # a small prompt that cost 10,000 tokens
+        usage = UsageMetadata(input_tokens=9_000, output_tokens=1_000, total_tokens=10_000)
+        return AIMessage("long answer", usage_metadata=usage)
+
+    await gate.through(big, [HumanMessage("hi")])
+    started = time.monotonic()
+    await gate.through(big, [HumanMessage("x" * 2_000)])  # ~500 tokens: the bucket is spent
+    assert 0.3 <= time.monotonic() - started <= 3.0

@@ -205,3 +205,16 @@ async def test_an_expired_lease_can_be_taken_over(backend: Backend) -> None:
     new = await runs.take_lease("r", "live-worker", ttl_s=30)
     assert old == 1 and new == 2
     assert await runs.renew_lease("r", "dead-worker", 1, ttl_s=30) is None  # fenced off
+
+
+async def test_runs_started_at_once_on_a_new_sqlite_file_all_set_it_up(tmp_path: Path) -> None:
+    import asyncio
+
+    from teamgraph import Settings, Team
+
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/new.db")
+    team = Team.from_dict(
+        {"name": "t", "pattern": "single", "members": ["researcher"]}, settings=settings
+    )
+    results = await asyncio.gather(*(team.run(f"question {i}") for i in range(4)))
+    assert [r.status for r in results] == ["completed"] * 4

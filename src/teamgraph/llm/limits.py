@@ -44,16 +44,19 @@ class Gate:
         async with self.slots or nullcontext():
             result = await call()
         if self.tokens is not None:
-            self._charge(_reported_tokens(result) - estimate)
+            await self._charge(self.tokens, _reported_tokens(result) - estimate)
         return result
 
-    def _charge(self, tokens: int) -> None:
+    async def _charge(self, bucket: AsyncLimiter, tokens: int) -> None:
         """Take what a call used beyond its estimate from the bucket, without holding the call
-        up: later calls wait for it instead."""
-        bucket = self.tokens
-        if bucket is None or tokens <= 0:
+        up: at once when the bucket has room, else later calls wait for it."""
+        amount = min(tokens, bucket.max_rate)
+        if amount <= 0:
             return
-        task = asyncio.get_running_loop().create_task(bucket.acquire(min(tokens, bucket.max_rate)))
+        if bucket.has_capacity(amount):
+            await bucket.acquire(amount)  # returns at once
+            return
+        task = asyncio.get_running_loop().create_task(bucket.acquire(amount))
         self._debts.add(task)
         task.add_done_callback(self._debts.discard)
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import sqlite3
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -62,6 +66,35 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
             yield backend
 
 
+async def _set_up(conn: Any, setup: Callable[[], Awaitable[None]]) -> None:
+    """LangGraph's SQLite set-up, safe when another process or backend sets the same new file
+    up at the same time: the loser of the race sees a migration the other applied ("UNIQUE
+    constraint failed: *_migrations.v", "duplicate column name"), rolls back and reads the
+    migrations again."""
+    for attempt in range(SETUP_ATTEMPTS):
+        try:
+            return await setup()
+        except (sqlite3.IntegrityError, sqlite3.OperationalError) as exc:
+            racing = isinstance(exc, sqlite3.IntegrityError) or "duplicate column" in str(exc)
+            if not racing or attempt == SETUP_ATTEMPTS - 1:
+                raise
+            await conn.rollback()
+            await asyncio.sleep(0.05 * (attempt + 1))
+
+
+SETUP_ATTEMPTS = 5
+_SETUP_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Path, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _setting_up(path: Path) -> asyncio.Lock:
+    """One set-up of a file at a time in this process (backends opened at once, e.g. runs
+    started together on a new file); other processes are met by :func:`_set_up`'s retries."""
+    locks = _SETUP_LOCKS.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault(path, asyncio.Lock())
+
+
 @asynccontextmanager
 async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
     path = settings.sqlite_path.resolve()
@@ -69,11 +102,12 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
     async with AsyncExitStack() as stack:
         saver = await stack.enter_async_context(LoopSqliteSaver.from_conn_string(str(path)))
         store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(str(path)))
-        await store.setup()
-        await saver.setup()
-        for conn in (saver.conn, store.conn):
+        for conn in (saver.conn, store.conn):  # busy_timeout first: set-ups may meet
             for pragma in SQLITE_PRAGMAS:
                 await conn.execute(pragma)
+        async with _setting_up(path):
+            await _set_up(store.conn, store.setup)
+            await _set_up(saver.conn, saver.setup)
         assert isinstance(saver, LoopSqliteSaver)
         saver.open_fast_path(path)
         stack.callback(saver.close_fast_path)
