@@ -102,6 +102,12 @@ class Settings(BaseSettings):
         "a random one per process, so tokens do not survive a restart).",
     )
     jwt_expiry_minutes: int = Field(default=24 * 60, ge=1, description="Token lifetime.")
+    master_password: str = Field(
+        default="",
+        repr=False,
+        description="Enables POST /api/v1/auth/reset-password (the seed's reset by master "
+        "password); empty: the route answers 404.",
+    )
     teams_dirs: list[str] = Field(
         default_factory=lambda: ["examples/teams"], description="Folders of team YAML files served."
     )

@@ -42,7 +42,18 @@ async def test_workflow_chat_and_templates(client: httpx.AsyncClient, alice: Use
             "templates"
         ]
     }
-    assert {"code_review", "research_report", "data_pipeline", "parallel_comparison"} <= names
+    # only templates whose workers the research team has (code_review needs a coder)
+    assert names == {"research_report", "parallel_comparison"}
+    unfit = await client.post(
+        "/api/v1/chatbot/workflow/chat?template=code_review", json=_body(), headers=headers
+    )
+    assert unfit.status_code == 422
+    assert "code_review" in unfit.text and "needs coder" in unfit.text
+    assert "research_report" in unfit.text  # what does fit
+    unknown = await client.post(
+        "/api/v1/chatbot/workflow/chat/stream?template=nope", json=_body(), headers=headers
+    )
+    assert unknown.status_code == 422 and "no such template" in unknown.text
 
 
 async def test_workflow_stream_sends_content_then_done(

@@ -102,6 +102,21 @@ def load_templates(dirs: Iterable[str | Path]) -> dict[str, Template]:
     return templates
 
 
+def available(*dirs: Iterable[str | Path]) -> dict[str, Template]:
+    """The templates a team can name: the built-in ones, then each folder of ``dirs`` (the
+    settings', then the team's own), later ones overriding earlier."""
+    return load_templates([BUILTIN_TEMPLATES_DIR, *(d for group in dirs for d in group)])
+
+
+def misfit(template: Template, members: Iterable[str]) -> str:
+    """Why ``template`` cannot plan for a team of ``members`` (empty when it can): the workers
+    its steps name that the team lacks."""
+    missing = sorted({step.worker for step in template.steps} - set(members))
+    if not missing:
+        return ""
+    return f"template {template.name!r} needs {', '.join(missing)}, which the team does not have"
+
+
 def instantiate(template: Template, request: str, workers: Iterable[str] | None = None) -> Plan:
     """The template's plan for ``request``: ``{request}`` substituted in every task, and the line
     ``User's original request: <request>`` appended to every task.

@@ -38,7 +38,7 @@ from teamgraph.llm.usage import UsageTracker
 from teamgraph.patterns import pattern_of, workflow
 from teamgraph.patterns.contract import Outcome, RunInput
 from teamgraph.plan import Plan
-from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, Template, load_templates
+from teamgraph.planning.templates import Template, available
 from teamgraph.result import RunResult
 from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
@@ -75,8 +75,8 @@ class Runner:
         self.hooks = tuple(hooks)
         self.models = ModelProvider(config.settings, config.models, config.model)
         self.prices = PriceTable.load(config.settings.prices_file)
-        self.templates: dict[str, Template] = load_templates(
-            [BUILTIN_TEMPLATES_DIR, *config.settings.templates_dirs, *team.workflow.templates_dirs]
+        self.templates: dict[str, Template] = available(
+            config.settings.templates_dirs, team.workflow.templates_dirs
         )
         self.pattern = pattern_of(team)
         self.graph = self.pattern.build(team, backend.checkpointer)

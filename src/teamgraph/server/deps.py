@@ -69,8 +69,8 @@ async def current_session(claims: Claims, user: CurrentUser, db: Db) -> SessionR
     if claims.session_id is None:
         raise _unauthorized("This route needs a session token: POST /api/v1/auth/session")
     row = await repo.owned_session(db, user.id, claims.session_id)
-    if row is None:
-        raise _unauthorized("The session of this token no longer exists")
+    if row is None:  # deleted: a 404 as the seed answers (its app logs out on any 401)
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Session not found")
     return row
 
 

@@ -56,8 +56,8 @@ def route_group(method: str, path: str) -> str | None:
         return None
     if path == "/api/v1/auth/register":
         return "register"
-    if path == "/api/v1/auth/login":
-        return "login"
+    if path in ("/api/v1/auth/login", "/api/v1/auth/reset-password"):
+        return "login"  # password guesses, whichever door they knock on
     if (
         path.startswith(("/api/v1/chatbot/", "/api/chat/"))
         or path == "/api/chat"

@@ -30,6 +30,11 @@ async def create_session(db: AsyncSession, user_id: str, **fields: Any) -> Sessi
     return row
 
 
+async def set_password(db: AsyncSession, user: UserRow, password_hash: str) -> None:
+    user.password_hash = password_hash
+    await db.commit()
+
+
 async def owned_session(db: AsyncSession, user_id: str, session_id: str) -> SessionRow | None:
     """The session if ``user_id`` owns it; ``None`` for unknown and foreign ids alike."""
     query = select(SessionRow).where(SessionRow.id == session_id, SessionRow.user_id == user_id)

@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, EmailStr, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    EmailStr,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 
 from teamgraph.events import TokenUsage
 from teamgraph.pauses import Decision
@@ -93,15 +101,27 @@ class TemplateOut(BaseModel):
     description: str
 
 
+MAX_USER_CHARS = 3000
+MAX_HISTORY_CHARS = 200_000  # one message of a re-sent history (the body limit bounds the rest)
+
+
 class ChatMessage(BaseModel):
-    """A chat message as the seeds' clients send it: 1–3000 characters, no script, no NUL."""
+    """A chat message as the seeds' clients send it. What the user writes is 1–3000 characters,
+    with no script tag and no NUL; the assistant's and system's messages a client sends back
+    with the history are taken as they are (an answer may be long, or show code)."""
 
     role: Literal["user", "assistant", "system"]
-    content: str = Field(min_length=1, max_length=3000)
+    content: str = Field(max_length=MAX_HISTORY_CHARS)
 
     @field_validator("content")
     @classmethod
-    def _safe(cls, value: str) -> str:
+    def _user_text(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("role") != "user":
+            return value
+        if not value:
+            raise ValueError("String should have at least 1 character")
+        if len(value) > MAX_USER_CHARS:
+            raise ValueError(f"String should have at most {MAX_USER_CHARS} characters")
         if "<script" in value.lower():
             raise ValueError("content must not contain script tags")
         if "\x00" in value:

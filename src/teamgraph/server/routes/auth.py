@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import hmac
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, status
+from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.security import OAuth2PasswordRequestForm
+from pydantic import ValidationError
 
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, OwnedSession, State
@@ -69,6 +72,33 @@ async def login(
     return _token(state, user.id)
 
 
+@router.post("/reset-password")
+async def reset_password(
+    email: Annotated[str, Form()],
+    new_password: Annotated[str, Form()],
+    master_password: Annotated[str, Form()],
+    state: State,
+    db: Db,
+) -> dict[str, str]:
+    """Set a user's password with the master password (the seed's form fields); off — 404 —
+    unless ``TEAMGRAPH_MASTER_PASSWORD`` is set. Rate-limited as log-in; never logged."""
+    expected = state.settings.master_password
+    if not expected:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Password reset is not enabled")
+    if not hmac.compare_digest(master_password.encode(), expected.encode()):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, detail="Invalid master password")
+    try:
+        password = Credentials(email=email, password=new_password).password
+    except ValidationError as exc:
+        errors = [{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)]
+        raise RequestValidationError(errors) from None
+    user = await repo.user_by_email(db, email.lower())
+    if user is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="User not found")
+    await repo.set_password(db, user, hash_password(password))
+    return {"message": "Password reset successfully"}
+
+
 @router.post("/session", response_model=SessionOut, status_code=status.HTTP_201_CREATED)
 async def create_session(
     user: CurrentUser, state: State, db: Db, body: SessionCreate | None = None
@@ -87,14 +117,44 @@ async def create_session(
 
 @router.get("/sessions", response_model=list[SessionOut])
 async def list_sessions(user: CurrentUser, state: State, db: Db) -> list[SessionOut]:
-    return [_session_out(state, row) for row in await repo.list_sessions(db, user.id)]
+    """The user's sessions, each with a session token of its own (as the seed's clients
+    switch to an older session with it)."""
+    rows = await repo.list_sessions(db, user.id)
+    return [_session_out(state, row, with_token=True) for row in rows]
 
 
-@router.patch("/session/{session_id}/name", response_model=SessionOut)
+async def _new_name(request: Request) -> str:
+    """The new name as JSON ``{"name"}`` or as the seed's form field ``name``."""
+    if request.headers.get("content-type", "").startswith("application/json"):
+        raw: Any = (await request.json() or {}).get("name")
+    else:
+        raw = (await request.form()).get("name")
+    try:
+        return SessionRename(name=raw).name
+    except ValidationError as exc:
+        detail = [{**e, "loc": ["body", "name"]} for e in exc.errors(include_url=False)]
+        raise RequestValidationError(detail) from None
+
+
+@router.patch(
+    "/session/{session_id}/name",
+    response_model=SessionOut,
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "application/json": {"schema": SessionRename.model_json_schema()},
+                "application/x-www-form-urlencoded": {"schema": SessionRename.model_json_schema()},
+            },
+            "required": True,
+        }
+    },
+)
 async def rename_session(
-    session: OwnedSession, body: SessionRename, state: State, db: Db
+    session: OwnedSession, name: Annotated[str, Depends(_new_name)], state: State, db: Db
 ) -> SessionOut:
-    return _session_out(state, await repo.rename_session(db, session, body.name))
+    """Rename a session (JSON ``{"name"}`` or the form field ``name``; a user's or the
+    session's own token)."""
+    return _session_out(state, await repo.rename_session(db, session, name), with_token=True)
 
 
 @router.delete("/session/{session_id}", status_code=status.HTTP_204_NO_CONTENT)

@@ -7,11 +7,11 @@ import json
 from collections.abc import AsyncIterator
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException, status
 from sqlalchemy.ext.asyncio import AsyncSession
 from sse_starlette.sse import EventSourceResponse
 
-from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
+from teamgraph.planning.templates import Template, available, misfit
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentSession, Db, State
 from teamgraph.server.schemas import ChatMessage, ChatRequest, ChatResponse
@@ -62,13 +62,43 @@ def _chunks(turn: Turn) -> AsyncIterator[str]:
     return generate()
 
 
+def _all_templates(state: AppState, team: str) -> dict[str, Template]:
+    """Every plan template ``team`` could name (as its runs load them)."""
+    return available(state.settings.templates_dirs, state.teams[team].spec.workflow.templates_dirs)
+
+
+def _templates(state: AppState, team: str) -> dict[str, Template]:
+    """The plan templates that fit ``team`` (every worker they name is a member)."""
+    members = [m.name for m in state.teams[team].spec.members]
+    return {n: t for n, t in _all_templates(state, team).items() if not misfit(t, members)}
+
+
+def _fitting(state: AppState, team: str, template: str | None) -> str | None:
+    """``template`` when it can plan for ``team``; a 422 saying why not otherwise (never a
+    silently different plan)."""
+    if template is None:
+        return None
+    fitting = _templates(state, team)
+    if template in fitting:
+        return template
+    known = _all_templates(state, team)
+    members = [m.name for m in state.teams[team].spec.members]
+    why = misfit(known[template], members) if template in known else "no such template"
+    raise HTTPException(
+        status.HTTP_422_UNPROCESSABLE_CONTENT,
+        detail=f"template {template!r} cannot plan for team {team!r}: {why}; "
+        f"templates for this team: {', '.join(sorted(fitting)) or 'none'}",
+    )
+
+
 @router.post("/workflow/chat", response_model=ChatResponse)
 async def workflow_chat(
     body: ChatRequest, session: CurrentSession, state: State, db: Db, template: str | None = None
 ) -> ChatResponse:
     """Run the workflow team (``?template=`` picks a plan template) on the last user message."""
     team = workflow_team(state, session)
-    return _reply(body, await _turn(state, db, session, team, body, template or session.template))
+    chosen = _fitting(state, team, template or session.template)
+    return _reply(body, await _turn(state, db, session, team, body, chosen))
 
 
 @router.post("/workflow/chat/stream")
@@ -77,13 +107,15 @@ async def workflow_chat_stream(
 ) -> EventSourceResponse:
     """SSE ``data: {"content", "done"}`` lines; an error ends with ``done`` and its text."""
     team = workflow_team(state, session)
-    turn = await _turn(state, db, session, team, body, template or session.template)
+    chosen = _fitting(state, team, template or session.template)
+    turn = await _turn(state, db, session, team, body, chosen)
     return EventSourceResponse(_chunks(turn))
 
 
 @router.get("/workflow/templates")
-async def workflow_templates(state: State, _session: CurrentSession) -> dict[str, object]:
-    found = load_templates([BUILTIN_TEMPLATES_DIR, *state.settings.templates_dirs])
+async def workflow_templates(state: State, session: CurrentSession) -> dict[str, object]:
+    """The templates that fit the session's workflow team."""
+    found = _templates(state, workflow_team(state, session))
     return {"templates": [{"name": t.name, "description": t.description} for t in found.values()]}
 
 

@@ -1,0 +1,144 @@
+"""The seed-000 React app's requests, as its ``frontend/src/api.js`` builds them (read, not
+copied: JSON bodies with ``Content-Type: application/json`` on every call, form bodies for
+login, reset and rename), and its pages' use of the answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import PASSWORD, User
+
+API = "/api/v1"
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+
+
+async def new_session(client: httpx.AsyncClient, user: User) -> dict[str, str]:
+    """``createSession(userToken)``: POST with no body; the app keeps ``session_id`` and
+    ``token.access_token``."""
+    created = await client.post(f"{API}/auth/session", headers=bearer(user.token))
+    assert created.is_success, created.text
+    body = created.json()
+    return {"id": body["session_id"], "token": body["token"]["access_token"]}
+
+
+async def test_switching_renaming_and_deleting_sessions_as_the_app_does(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    first, second = await new_session(client, alice), await new_session(client, alice)
+    listed = (await client.get(f"{API}/auth/sessions", headers=bearer(alice.token))).json()
+    assert {s["session_id"] for s in listed} == {first["id"], second["id"]}
+    # switchSession(sess): the app talks to an older session with the token the list gave
+    older = next(s for s in listed if s["session_id"] == first["id"])
+    messages = await client.get(
+        f"{API}/chatbot/messages", headers=bearer(older["token"]["access_token"])
+    )
+    assert messages.status_code == 200
+    # rename: the seed's form field, and JSON, with the session's own token or the user's
+    form = await client.patch(
+        f"{API}/auth/session/{first['id']}/name",
+        data={"name": "Databases"},
+        headers={"Authorization": f"Bearer {first['token']}"},
+    )
+    assert form.status_code == 200 and form.json()["name"] == "Databases"
+    as_json = await client.patch(
+        f"{API}/auth/session/{first['id']}/name", json={"name": "DBs"}, headers=alice.headers
+    )
+    assert as_json.json()["name"] == "DBs"
+    empty = await client.patch(
+        f"{API}/auth/session/{first['id']}/name",
+        data={"name": ""},
+        headers={"Authorization": f"Bearer {first['token']}"},
+    )
+    assert empty.status_code == 422 and "name" in empty.text
+    # handleDeleteSession(sess): DELETE with the session's token from the list
+    deleted = await client.delete(
+        f"{API}/auth/session/{first['id']}", headers=bearer(older["token"]["access_token"])
+    )
+    assert deleted.is_success
+    # the deleted session's token answers 404 as the seed does (the app logs out on a 401)
+    gone = await client.get(f"{API}/chatbot/messages", headers=bearer(first["token"]))
+    assert gone.status_code == 404
+    assert (
+        await client.get(f"{API}/auth/sessions", headers=bearer(alice.token))
+    ).status_code == 200
+
+
+async def test_a_long_answer_in_the_resent_history_keeps_the_chat_usable(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    """The app re-sends the whole history, the server's long answers included."""
+    session = await new_session(client, alice)
+    answer = "A long workflow report. " * 400  # ≈ 9,600 characters, with code
+    history = [
+        {"role": "user", "content": "Write a report"},
+        {"role": "assistant", "content": answer + "<script>ok in an answer</script>"},
+        {"role": "user", "content": "Thanks, shorter please"},
+    ]
+    reply = await client.post(
+        f"{API}/chatbot/chat?mode=single",
+        json={"messages": history},
+        headers=bearer(session["token"]),
+    )
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["messages"][-1]["role"] == "assistant"
+    too_long = [*history[:2], {"role": "user", "content": "x" * 3001}]
+    refused = await client.post(
+        f"{API}/chatbot/chat?mode=single",
+        json={"messages": too_long},
+        headers=bearer(session["token"]),
+    )
+    assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == (
+        "messages.2.content"
+    )
+
+
+def reset_form(email: str, new: str, master: str) -> dict[str, str]:
+    """``resetPassword``: a urlencoded form with email, new_password, master_password."""
+    return {"email": email, "new_password": new, "master_password": master}
+
+
+async def test_password_reset_is_off_without_a_master_password(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    reply = await client.post(
+        f"{API}/auth/reset-password", data=reset_form(alice.email, "N3w-passw0rd!", "x")
+    )
+    assert reply.status_code == 404 and reply.json()["detail"] == "Password reset is not enabled"
+
+
+async def test_password_reset_with_the_master_password(
+    client: httpx.AsyncClient, alice: User, app: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    app.state.teamgraph.settings.master_password = "Master-0f-keys"
+    wrong = await client.post(
+        f"{API}/auth/reset-password", data=reset_form(alice.email, "N3w-passw0rd!", "guess")
+    )
+    assert wrong.status_code == 403 and wrong.json()["detail"] == "Invalid master password"
+    weak = await client.post(
+        f"{API}/auth/reset-password", data=reset_form(alice.email, "short", "Master-0f-keys")
+    )
+    assert weak.status_code == 422
+    nobody = await client.post(
+        f"{API}/auth/reset-password",
+        data=reset_form("nobody@example.com", "N3w-passw0rd!", "Master-0f-keys"),
+    )
+    assert nobody.status_code == 404
+    done = await client.post(
+        f"{API}/auth/reset-password",
+        data=reset_form(alice.email, "N3w-passw0rd!", "Master-0f-keys"),
+    )
+    assert done.status_code == 200 and done.json()["message"] == "Password reset successfully"
+    old = await client.post(
+        f"{API}/auth/login", data={"username": alice.email, "password": PASSWORD}
+    )
+    new = await client.post(
+        f"{API}/auth/login", data={"username": alice.email, "password": "N3w-passw0rd!"}
+    )
+    assert (old.status_code, new.status_code) == (401, 200)
+    assert "Master-0f-keys" not in caplog.text and "N3w-passw0rd!" not in caplog.text
