@@ -162,6 +162,22 @@ class Journal:
                 JournalKey.task(run_id).reply(interrupt_id).text, json.dumps(value)
             )
 
+    async def record_decision(self, run_id: str, request_id: str, decision: Any) -> None:
+        """Keep one tool call's decision until every call of the pause has one (clients that
+        decide call by call, as the seeds' approvals page does)."""
+        key = JournalKey.task(run_id).reply(f"decision:{request_id}")
+        await self.store.record(key.text, json.dumps(decision))
+
+    async def decisions(self, run_id: str, request_ids: list[str]) -> dict[str, Any]:
+        """The decisions kept so far for these tool calls of the run."""
+        found = {}
+        for request_id in request_ids:
+            key = JournalKey.task(run_id).reply(f"decision:{request_id}")
+            saved = await self.store.recall(key.text)
+            if saved is not None:
+                found[request_id] = json.loads(saved)
+        return found
+
     async def tool(self, key: JournalKey) -> ToolEntry | None:
         saved = await self.store.recall(key.text)
         if saved is None:

@@ -4,12 +4,13 @@ login, reset and rename), and its pages' use of the answers."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import PASSWORD, User
+from .conftest import PASSWORD, User, make_user
 
 API = "/api/v1"
 
@@ -142,3 +143,97 @@ async def test_password_reset_with_the_master_password(
     )
     assert (old.status_code, new.status_code) == (401, 200)
     assert "Master-0f-keys" not in caplog.text and "N3w-passw0rd!" not in caplog.text
+
+
+async def chat(
+    client: httpx.AsyncClient, token: str, history: list[dict[str, str]], mode: str = "multi"
+) -> httpx.Response:
+    """``sendMessage(sessionToken, messages, mode)``."""
+    return await client.post(
+        f"{API}/chatbot/chat?mode={mode}", json={"messages": history}, headers=bearer(token)
+    )
+
+
+async def notebook_session(client: httpx.AsyncClient, user: User) -> dict[str, str]:
+    created = await client.post(
+        f"{API}/auth/session", json={"team": "notebook"}, headers=bearer(user.token)
+    )
+    body = created.json()
+    return {"id": body["session_id"], "token": body["token"]["access_token"]}
+
+
+async def test_a_clarifying_question_is_answered_by_the_next_message(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    session = await notebook_session(client, alice)
+    history = [{"role": "user", "content": "help"}]
+    asked = await chat(client, session["token"], history)
+    assert asked.status_code == 200, asked.text
+    question = asked.json()["messages"][-1]["content"]
+    assert question.endswith("?")  # the assistant's message is the question
+    history += [
+        {"role": "assistant", "content": question},
+        {"role": "user", "content": "Find what PostgreSQL offers for JSON"},
+    ]
+    answered = await chat(client, session["token"], history)
+    assert answered.status_code == 200, answered.text
+    answer = answered.json()["messages"][-1]["content"]
+    assert answer.startswith("_Offline model") and answer != question  # the run finished
+    stored = (await client.get(f"{API}/chatbot/messages", headers=bearer(session["token"]))).json()
+    assert [m["role"] for m in stored["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert stored["messages"][1]["content"] == question
+
+
+async def test_an_approval_pause_says_where_to_decide_and_the_approvals_page_resumes_it(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    session = await notebook_session(client, alice)
+    history = [{"role": "user", "content": "Save a note: Redis keeps data in memory"}]
+    paused = await chat(client, session["token"], history)
+    assert paused.status_code == 200, paused.text
+    notice = paused.json()["messages"][-1]["content"]
+    assert notice.startswith("Waiting for your approval: save_note(") and "Approvals" in notice
+    # a message while it waits gets the same notice, never an error
+    again = await chat(
+        client,
+        session["token"],
+        [*history, {"role": "assistant", "content": notice}, {"role": "user", "content": "hi"}],
+    )
+    assert again.status_code == 200 and again.json()["messages"][-1]["content"] == notice
+    # the Approvals page (getPendingApprovals / approveRequest with the session token)
+    pending = await client.get(f"{API}/approvals/pending", headers=bearer(session["token"]))
+    assert pending.status_code == 200, pending.text
+    body = pending.json()
+    assert body["total"] == 1
+    [request] = body["requests"]
+    assert request["action_type"] == "save_note" and request["status"] == "pending"
+    assert request["session_id"] == session["id"] and "text" in str(request["action_data"])
+    for field in ("id", "action_description", "created_at", "expires_at"):
+        assert request[field]
+    other = await make_user(client, "mallory@example.com")
+    foreign = await new_session(client, other)
+    stolen = await client.post(
+        f"{API}/approvals/{request['id']}/approve",
+        json={"comment": None},
+        headers=bearer(foreign["token"]),
+    )
+    assert stolen.status_code == 404
+    approved = await client.post(
+        f"{API}/approvals/{request['id']}/approve",
+        json={"comment": "fine"},
+        headers=bearer(session["token"]),
+    )
+    assert approved.status_code == 200, (request["id"], approved.text)
+    assert approved.json()["status"] == "approved"
+    assert approved.json()["reviewer_comment"] == "fine"
+    # the run finishes and its answer reaches the chat history
+    for _ in range(100):
+        stored = (
+            await client.get(f"{API}/chatbot/messages", headers=bearer(session["token"]))
+        ).json()["messages"]
+        if stored[-1]["content"] != notice and stored[-1]["role"] == "assistant":
+            break
+        await asyncio.sleep(0.05)
+    assert stored[-1]["role"] == "assistant" and stored[-1]["content"].startswith("_Offline")
+    empty = await client.get(f"{API}/approvals/pending", headers=bearer(session["token"]))
+    assert empty.json() == {"requests": [], "total": 0}

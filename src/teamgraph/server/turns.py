@@ -20,11 +20,13 @@ from teamgraph.storage.models import RunRow, SessionRow, TurnResultRow
 
 @dataclass
 class Turn:
-    """A finished (or paused) turn."""
+    """A finished (or paused) turn. ``notice``: what to tell the user instead of an answer
+    (the run waits for a decision made elsewhere)."""
 
     run_id: str
     result: RunResult
     events: list[Event] = field(default_factory=list)
+    notice: str = ""
 
     @property
     def question(self) -> str:
@@ -32,12 +34,63 @@ class Turn:
         return asked[-1].question if asked else ""
 
     @property
+    def approvals(self) -> list[dict[str, Any]]:
+        """The tool calls this turn left waiting for a decision."""
+        if self.result.status not in PAUSED:
+            return []
+        return [e.model_dump() for e in self.events if e.type == "approval_requested"]
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.question or self.approvals or self.notice)
+
+    @property
     def answer(self) -> str:
+        if self.notice:
+            return self.notice
         if self.question:
             return self.question
+        if self.approvals:
+            return waiting_notice(self.approvals)
         if self.result.status in FINISHED:
             return self.result.output
         return f"The run ended with status {self.result.status}: {self.result.error}".strip()
+
+
+def waiting_notice(calls: list[dict[str, Any]]) -> str:
+    """What a chat says while tool calls wait for a human decision, and where to decide."""
+    listed = "; ".join(
+        f"{c.get('tool')}({json.dumps(c.get('args') or {}, ensure_ascii=False)[:300]})"
+        f" asked by {c.get('agent')}"
+        for c in calls
+    )
+    return (
+        f"Waiting for your approval: {listed}. Approve or reject it on the Approvals page "
+        "(GET /api/v1/approvals/pending); the answer will follow in this chat."
+    )
+
+
+async def chat_turn(
+    state: AppState,
+    user_id: str,
+    session: SessionRow,
+    team: str,
+    text: str,
+    template: str | None = None,
+) -> Turn:
+    """The user's message in a chat: a new run, or — when the session's run waits for an
+    answer — the answer that resumes it; while it waits for a decision on a tool call, a
+    notice that says so (the message does not start another run)."""
+    paused = await paused_run(state, session.id)
+    if paused is None:
+        return await run_turn(state, user_id, session, team, text, template)
+    runner = state.runs.runner(paused.team_name)
+    waiting = await runner.pending(paused.id)
+    if any(w["type"] == "clarification" for w in waiting):
+        return await resume_turn(state, paused.id, paused.team_name, text)
+    calls = [w for w in waiting if w["type"] == "approval"]
+    notice = waiting_notice(calls) if calls else ""
+    return Turn(paused.id, await runner.result(paused.id), notice=notice)
 
 
 async def run_turn(

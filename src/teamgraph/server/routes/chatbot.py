@@ -16,7 +16,7 @@ from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentSession, Db, State
 from teamgraph.server.schemas import ChatMessage, ChatRequest, ChatResponse
 from teamgraph.server.state import AppState
-from teamgraph.server.turns import Turn, run_turn, single_team, workflow_team
+from teamgraph.server.turns import Turn, chat_turn, single_team, workflow_team
 from teamgraph.status import FINISHED, PAUSED
 from teamgraph.storage.models import SessionRow
 
@@ -40,7 +40,11 @@ async def _turn(
     template: str | None = None,
 ) -> Turn:
     await db.close()  # give the request's connection back: a whole run needs the pool
-    return await run_turn(state, session.user_id, session, team, _last_user(body), template)
+    turn = await chat_turn(state, session.user_id, session, team, _last_user(body), template)
+    if turn.paused:  # the question or notice is the assistant's message in the history too
+        async with state.sessions() as fresh:
+            await repo.add_message(fresh, session.id, "assistant", turn.answer, turn.run_id)
+    return turn
 
 
 def _reply(body: ChatRequest, turn: Turn) -> ChatResponse:
