@@ -5,10 +5,21 @@ login, reset and rename), and its pages' use of the answers."""
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
+
+from teamgraph.config import Settings
+from teamgraph.server.app import create_app
 
 from .conftest import PASSWORD, User, make_user
 
@@ -237,3 +248,93 @@ async def test_an_approval_pause_says_where_to_decide_and_the_approvals_page_res
     assert stored[-1]["role"] == "assistant" and stored[-1]["content"].startswith("_Offline")
     empty = await client.get(f"{API}/approvals/pending", headers=bearer(session["token"]))
     assert empty.json() == {"requests": [], "total": 0}
+
+
+SLOW_TEAM = """\
+name: slow
+description: A workflow whose model takes 0.2 s a call.
+pattern: workflow
+model: offline
+model_kwargs: {latency: 0.2}
+members: [researcher, writer]
+"""
+
+
+def test_the_chat_stream_sends_progress_while_the_run_goes_on(
+    tmp_path: Path, api_settings: Settings
+) -> None:
+    """``streamMessage`` against a real server (uvicorn: the in-process ASGI transport would
+    buffer the response): ``data: {"content"}`` lines arrive while the run is still going."""
+    teams = tmp_path / "teams"
+    teams.mkdir()
+    (teams / "slow.yaml").write_text(SLOW_TEAM)
+    settings = api_settings.model_copy(update={"teams_dirs": [str(teams)]})
+    with serving(create_app(settings)) as base, httpx.Client(base_url=base, timeout=30) as client:
+        client.post(f"{API}/auth/register", json={"email": "c@example.com", "password": PASSWORD})
+        login = client.post(
+            f"{API}/auth/login", data={"username": "c@example.com", "password": PASSWORD}
+        )
+        user = login.json()["access_token"]
+        created = client.post(f"{API}/auth/session", headers=bearer(user)).json()
+        token = created["token"]["access_token"]
+        history = {"messages": [{"role": "user", "content": "Research Redis and write it up"}]}
+        statuses, contents = [], []
+        url = f"{API}/chatbot/workflow/chat/stream"
+        with client.stream("POST", url, json=history, headers=bearer(token)) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            for line in response.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                data = json.loads(line.removeprefix("data: "))
+                if data["done"]:
+                    break
+                contents.append(data["content"])
+                if len(contents) == 1:  # the first line: is the run still going?
+                    runs = client.get(
+                        f"{API}/sessions/{created['session_id']}/runs", headers=bearer(user)
+                    )
+                    statuses.append(runs.json()[0]["status"])
+    assert contents[0].startswith("> Plan (") and statuses == ["running"]
+    assert len(contents) > 3
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1 in a thread of its own; its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", loop="asyncio"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+@pytest.mark.parametrize("mode", ["single", "multi"])
+async def test_the_chat_stream_tells_tools_then_the_answer_as_stored(
+    client: httpx.AsyncClient, alice: User, mode: str
+) -> None:
+    created = await client.post(
+        f"{API}/auth/session", json={"team": "research"}, headers=bearer(alice.token)
+    )
+    session = {"token": created.json()["token"]["access_token"]}
+    history = {"messages": [{"role": "user", "content": "Find what PostgreSQL offers for JSON"}]}
+    async with client.stream(
+        "POST",
+        f"{API}/chatbot/chat/stream?mode={mode}",
+        json=history,
+        headers=bearer(session["token"]),
+    ) as response:
+        lines = [json.loads(x[6:]) async for x in response.aiter_lines() if x.startswith("data: ")]
+    assert lines[-1] == {"content": "", "done": True}
+    told = "".join(line["content"] for line in lines)
+    stored = await client.get(f"{API}/chatbot/messages", headers=bearer(session["token"]))
+    answer = stored.json()["messages"][-1]["content"]
+    assert told.endswith(answer) and "calls search_docs" in told
+    if mode == "single":  # one agent writes the answer: its tokens came one by one
+        assert len(lines) > 10

@@ -56,7 +56,7 @@ async def test_workflow_chat_and_templates(client: httpx.AsyncClient, alice: Use
     assert unknown.status_code == 422 and "no such template" in unknown.text
 
 
-async def test_workflow_stream_sends_content_then_done(
+async def test_workflow_stream_tells_the_run_then_the_answer_then_done(
     client: httpx.AsyncClient, alice: User
 ) -> None:
     headers = await _session_headers(client, alice, team="research")
@@ -67,7 +67,11 @@ async def test_workflow_stream_sends_content_then_done(
     chunks = [json.loads(line.removeprefix("data:").strip()) for line in lines]
     assert chunks[-1] == {"content": "", "done": True}
     assert all(not c["done"] for c in chunks[:-1]) and len(chunks) > 2
-    assert "".join(c["content"] for c in chunks).startswith("# Workflow Results:")
+    told = "".join(c["content"] for c in chunks)
+    assert told.startswith("> Plan (") and "> ▶ " in told and "> ✓ " in told
+    stored = (await client.get("/api/v1/chatbot/messages", headers=headers)).json()["messages"]
+    answer = stored[-1]["content"]
+    assert answer.startswith("# Workflow Results:") and told.endswith("\n" + answer)
 
 
 async def test_chat_modes_and_messages(client: httpx.AsyncClient, alice: User) -> None:

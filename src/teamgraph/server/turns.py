@@ -70,6 +70,40 @@ def waiting_notice(calls: list[dict[str, Any]]) -> str:
     )
 
 
+@dataclass
+class Opened:
+    """A chat message taken in: the run it started or resumed (its events after
+    ``after_seq`` are this turn's), or a ``notice`` when the session's run waits for a
+    decision made elsewhere."""
+
+    run_id: str
+    team: str
+    after_seq: int = 0
+    notice: str = ""
+
+
+async def open_turn(
+    state: AppState,
+    user_id: str,
+    session: SessionRow,
+    team: str,
+    text: str,
+    template: str | None = None,
+) -> Opened:
+    """The user's message in a chat: a new run, or — when the session's run waits for an
+    answer — the answer that resumes it; while it waits for a decision on a tool call, a
+    notice that says so (the message does not start another run)."""
+    paused = await paused_run(state, session.id)
+    if paused is None:
+        return Opened(await state.runs.start(user_id, session, team, text, template), team)
+    waiting = await state.runs.runner(paused.team_name).pending(paused.id)
+    if any(w["type"] == "clarification" for w in waiting):
+        await state.runs.resume(paused.id, answer=text)
+        return Opened(paused.id, paused.team_name, paused.last_seq)
+    calls = [w for w in waiting if w["type"] == "approval"]
+    return Opened(paused.id, paused.team_name, notice=waiting_notice(calls) if calls else "")
+
+
 async def chat_turn(
     state: AppState,
     user_id: str,
@@ -78,19 +112,13 @@ async def chat_turn(
     text: str,
     template: str | None = None,
 ) -> Turn:
-    """The user's message in a chat: a new run, or — when the session's run waits for an
-    answer — the answer that resumes it; while it waits for a decision on a tool call, a
-    notice that says so (the message does not start another run)."""
-    paused = await paused_run(state, session.id)
-    if paused is None:
-        return await run_turn(state, user_id, session, team, text, template)
-    runner = state.runs.runner(paused.team_name)
-    waiting = await runner.pending(paused.id)
-    if any(w["type"] == "clarification" for w in waiting):
-        return await resume_turn(state, paused.id, paused.team_name, text)
-    calls = [w for w in waiting if w["type"] == "approval"]
-    notice = waiting_notice(calls) if calls else ""
-    return Turn(paused.id, await runner.result(paused.id), notice=notice)
+    """:func:`open_turn`, followed to the end of the turn."""
+    opened = await open_turn(state, user_id, session, team, text, template)
+    result = state.runs.runner(opened.team).result
+    if opened.notice:
+        return Turn(opened.run_id, await result(opened.run_id), notice=opened.notice)
+    events = [e async for e in state.runs.events(opened.run_id, opened.after_seq)]
+    return Turn(opened.run_id, await result(opened.run_id), events)
 
 
 async def run_turn(

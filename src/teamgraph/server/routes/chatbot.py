@@ -14,10 +14,10 @@ from sse_starlette.sse import EventSourceResponse
 from teamgraph.planning.templates import Template, available, misfit
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentSession, Db, State
+from teamgraph.server.progress import Telling, seed_lines
 from teamgraph.server.schemas import ChatMessage, ChatRequest, ChatResponse
 from teamgraph.server.state import AppState
-from teamgraph.server.turns import Turn, chat_turn, single_team, workflow_team
-from teamgraph.status import FINISHED, PAUSED
+from teamgraph.server.turns import Turn, chat_turn, open_turn, single_team, workflow_team
 from teamgraph.storage.models import SessionRow
 
 router = APIRouter(prefix="/api/v1/chatbot", tags=["seed-compatible chat"])
@@ -52,18 +52,35 @@ def _reply(body: ChatRequest, turn: Turn) -> ChatResponse:
     return ChatResponse(messages=[*body.messages, answer])
 
 
-def _chunks(turn: Turn) -> AsyncIterator[str]:
+async def _stream(
+    state: AppState,
+    db: AsyncSession,
+    session: SessionRow,
+    team: str,
+    body: ChatRequest,
+    template: str | None = None,
+) -> EventSourceResponse:
+    """The turn as it happens (progress lines, then the answer, then ``done``). The run starts
+    before the response does, so a conflict or a bad template is an HTTP error, not a stream."""
+    await db.close()  # give the request's connection back: a whole run needs the pool
+    text = _last_user(body)
+    opened = await open_turn(state, session.user_id, session, team, text, template)
+    telling = Telling(state.teams[opened.team].spec.pattern)
+
     async def generate() -> AsyncIterator[str]:
-        failed = turn.result.status not in FINISHED | PAUSED
-        if not failed:
-            text = turn.answer
-            for start in range(0, len(text), CHUNK):
-                yield json.dumps({"content": text[start : start + CHUNK], "done": False})
+        if opened.notice:
+            telling.pause = opened.notice
+            yield json.dumps({"content": opened.notice, "done": False})
             yield json.dumps({"content": "", "done": True})
         else:
-            yield json.dumps({"content": turn.answer, "done": True})
+            events = state.runs.events(opened.run_id, opened.after_seq)
+            async for line in seed_lines(events, telling):
+                yield line
+        if telling.pause:  # the question or notice is the assistant's message in the history
+            async with state.sessions() as fresh:
+                await repo.add_message(fresh, session.id, "assistant", telling.pause, opened.run_id)
 
-    return generate()
+    return EventSourceResponse(generate())
 
 
 def _all_templates(state: AppState, team: str) -> dict[str, Template]:
@@ -112,8 +129,7 @@ async def workflow_chat_stream(
     """SSE ``data: {"content", "done"}`` lines; an error ends with ``done`` and its text."""
     team = workflow_team(state, session)
     chosen = _fitting(state, team, template or session.template)
-    turn = await _turn(state, db, session, team, body, chosen)
-    return EventSourceResponse(_chunks(turn))
+    return await _stream(state, db, session, team, body, chosen)
 
 
 @router.get("/workflow/templates")
@@ -139,8 +155,7 @@ async def chat(
 async def chat_stream(
     body: ChatRequest, session: CurrentSession, state: State, db: Db, mode: Mode = "multi"
 ) -> EventSourceResponse:
-    turn = await _turn(state, db, session, _team_for(state, session, mode), body)
-    return EventSourceResponse(_chunks(turn))
+    return await _stream(state, db, session, _team_for(state, session, mode), body)
 
 
 @router.get("/messages", response_model=ChatResponse)

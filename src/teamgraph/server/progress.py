@@ -1,0 +1,98 @@
+"""A run told as one chat message, for clients that show a single streamed reply (the seeds'
+chat streams): short progress lines as the run goes (plan, steps, handoffs, tools), then the
+answer — its tokens as the model writes them where one agent writes it, else the whole answer
+when it is ready — or the question or the approval the run waits for."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from teamgraph.events import Event
+from teamgraph.server.turns import waiting_notice
+
+ANSWER_CHUNK = 200
+WRITERS = {"synthesizer"}  # roles whose tokens are the answer itself
+
+
+def progress_line(event: Event) -> str | None:
+    """One short markdown line for an event a reader would want to see happen, else None."""
+    if event.type == "plan_created":
+        steps = ", ".join(f"{s['id']} → {s['worker']}" for s in event.steps)
+        return f"> Plan ({event.tier}, {len(event.steps)} steps): {steps}\n"
+    if event.type == "step_started":
+        return f"> ▶ {event.step_id} ({event.worker})\n"
+    if event.type == "step_completed":
+        return f"> ✓ {event.step_id} ({event.elapsed_s:.1f} s)\n"
+    if event.type == "step_failed":
+        return f"> ✗ {event.step_id}: {event.error[:200]}\n"
+    if event.type == "handoff" and event.from_agent != event.to_agent:
+        return f"> {event.from_agent} → {event.to_agent}\n"
+    if event.type == "tool_called":
+        return f"> {event.agent} calls {event.tool}\n"
+    return None
+
+
+@dataclass
+class Telling:
+    """Turns a run's events into chat text as they come (``pattern``: the team's)."""
+
+    pattern: str
+    told_answer: bool = False
+    progressed: bool = False
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    pause: str = ""  # the question or the approval notice, once the run paused
+
+    def text(self, event: Event) -> str:
+        line = progress_line(event)
+        if line is not None:
+            self.progressed = True
+            return line
+        if event.type == "token" and self._answers(event.agent, len(event.path)):
+            first = not self.told_answer
+            self.told_answer = True
+            return ("\n" if first and self.progressed else "") + event.text
+        if event.type == "model_retry" and self.told_answer:
+            return "\n\n(the model's connection dropped; it answers again)\n\n"
+        if event.type == "clarification_requested":
+            self.pause = event.question
+            return self._after_progress(event.question)
+        if event.type == "approval_requested":
+            self.approvals.append(event.model_dump())
+            return ""
+        if event.type == "run_completed" and not self.told_answer:
+            return self._after_progress(event.output)
+        if event.type in ("run_failed", "run_cancelled"):
+            why = event.error if event.type == "run_failed" else event.reason
+            return self._after_progress(f"The run ended ({event.type.removeprefix('run_')}): {why}")
+        return ""
+
+    def closing(self) -> str:
+        """What is left to say once the events end (the approvals the run waits for)."""
+        if not self.approvals:
+            return ""
+        self.pause = waiting_notice(self.approvals)
+        return self._after_progress(self.pause)
+
+    def _answers(self, agent: str, depth: int) -> bool:
+        """Whether this agent's tokens are the answer: the single pattern's agent, or the
+        workflow's model synthesizer (not a nested team's)."""
+        if self.pattern == "single":
+            return agent not in ("moderator",) and depth == 2
+        return agent in WRITERS and depth == 2
+
+    def _after_progress(self, text: str) -> str:
+        return ("\n" if self.progressed else "") + text
+
+
+async def seed_lines(events: AsyncIterator[Event], telling: Telling) -> AsyncIterator[str]:
+    """``{"content", "done"}`` JSON lines: the telling of ``events``, then ``done``."""
+    async for event in events:
+        text = telling.text(event)
+        for start in range(0, len(text), ANSWER_CHUNK):
+            yield json.dumps({"content": text[start : start + ANSWER_CHUNK], "done": False})
+    if rest := telling.closing():
+        yield json.dumps({"content": rest, "done": False})
+    yield json.dumps({"content": "", "done": True})
