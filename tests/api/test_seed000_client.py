@@ -338,3 +338,35 @@ async def test_the_chat_stream_tells_tools_then_the_answer_as_stored(
     assert told.endswith(answer) and "calls search_docs" in told
     if mode == "single":  # one agent writes the answer: its tokens came one by one
         assert len(lines) > 10
+
+
+async def test_a_rejected_call_is_not_run_and_the_run_still_answers(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    session = await notebook_session(client, alice)
+    history = [{"role": "user", "content": "Save a note: the staging password is hunter2"}]
+    await chat(client, session["token"], history)
+    pending = await client.get(f"{API}/approvals/pending", headers=bearer(session["token"]))
+    [request] = pending.json()["requests"]
+    shown = await client.get(f"{API}/approvals/{request['id']}", headers=bearer(session["token"]))
+    assert shown.json()["status"] == "pending"
+    rejected = await client.post(
+        f"{API}/approvals/{request['id']}/reject",
+        json={"comment": "no secrets in notes"},
+        headers=bearer(session["token"]),
+    )
+    assert rejected.json()["status"] == "rejected"
+    again = await client.post(
+        f"{API}/approvals/{request['id']}/approve", json={}, headers=bearer(session["token"])
+    )
+    assert again.status_code in (404, 409)  # decided (and, once resumed, gone)
+    for _ in range(100):
+        stored = (
+            await client.get(f"{API}/chatbot/messages", headers=bearer(session["token"]))
+        ).json()["messages"]
+        if stored[-1]["content"].startswith("_Offline"):
+            break
+        await asyncio.sleep(0.05)
+    assert stored[-1]["content"].startswith("_Offline")
+    notes = await client.get(f"{API}/approvals/pending", headers=bearer(session["token"]))
+    assert notes.json()["total"] == 0
