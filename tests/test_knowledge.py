@@ -329,3 +329,32 @@ def test_format_hits_numbers_trims_and_omits_empty_headings() -> None:
     assert body.endswith("…")
     assert 550 <= len(body) <= 610
     assert format_hits([]) == ""
+
+
+def test_collections_keep_teams_and_users_apart(tmp_path: Path) -> None:
+    kb = KnowledgeBase(tmp_path / "kb.db")
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "yaks.md").write_text("# Yaks\n\nYaks live in the Himalayas.\n")
+    kb.ingest([tmp_path / "team"], "team:alpha")
+    doc = kb.add_document("user:u1", "yak-notes.txt", "My yak is called Tenzing.", False)
+    assert [h.source for h in kb.search("yak", collections=["team:beta"])] == []
+    assert len(kb.search("yak", collections=["team:alpha", "user:u1"])) == 2
+    assert [h.text for h in kb.scoped(["user:u2"]).search("yak")] == []
+    assert kb.chunks("user:u2", doc.id) is None and not kb.delete("user:u2", doc.id)
+    assert [d.name for d in kb.documents("user:u1")] == ["yak-notes.txt"]
+    assert kb.delete("user:u1", doc.id) and kb.documents("user:u1") == []
+    assert kb.count("team:alpha") == 1
+
+
+def test_an_index_from_before_collections_is_rebuilt(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE kb_files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL)")
+        conn.execute("INSERT INTO kb_files VALUES ('/gone.md', 'x')")
+        conn.execute("CREATE TABLE runs (id TEXT)")  # other tables are left alone
+    kb = KnowledgeBase(db)
+    assert kb.count() == 0 and kb.sources() == []
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)

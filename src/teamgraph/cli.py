@@ -374,14 +374,19 @@ def templates(
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Markdown/text files or folders.")],
+    team: Annotated[
+        str | None,
+        typer.Option(help="Only this team's runs search them (default: every team's)."),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Index documents for the search_docs tool (incremental: unchanged files are skipped)."""
-    from teamgraph.knowledge import KnowledgeBase
+    from teamgraph.knowledge import SHARED, KnowledgeBase
+    from teamgraph.runtime.runner import team_collection
 
     try:
         kb = KnowledgeBase(_settings(db).sqlite_path)
-        report = kb.ingest(paths)
+        report = kb.ingest(paths, team_collection(team) if team else SHARED)
     except (FileNotFoundError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
     console.print(

@@ -116,6 +116,9 @@ class Settings(BaseSettings):
         default=4, ge=1, description="Runs executing at once in the server (others queue)."
     )
     max_body_bytes: int = Field(default=1_000_000, ge=1024, description="Request body limit.")
+    max_upload_bytes: int = Field(
+        default=20_000_000, ge=1024, description="Body limit of a knowledge upload (a PDF, ...)."
+    )
     rate_limits: dict[str, str] = Field(
         default_factory=lambda: {
             "chat": "30/minute",

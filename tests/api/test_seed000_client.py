@@ -370,3 +370,96 @@ async def test_a_rejected_call_is_not_run_and_the_run_still_answers(
     assert stored[-1]["content"].startswith("_Offline")
     notes = await client.get(f"{API}/approvals/pending", headers=bearer(session["token"]))
     assert notes.json()["total"] == 0
+
+
+def minimal_pdf(text: str) -> bytes:
+    """A one-page PDF showing ``text`` (objects, cross-reference table and trailer)."""
+    content = f"BT /F1 12 Tf 10 50 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<</Type/Catalog/Pages 2 0 R>>",
+        b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
+        b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 300 100]/Contents 4 0 R"
+        b"/Resources<</Font<</F1 5 0 R>>>>>>",
+        b"<</Length %d>>stream\n%s\nendstream" % (len(content), content),
+        b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+async def test_the_knowledge_page_keeps_each_users_documents_to_that_user(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    """``uploadDocument`` (multipart ``file``), ``getDocuments``, ``getDocumentChunks``,
+    ``deleteDocument`` — with the user's token, as the page sends it."""
+    auth = {"Authorization": f"Bearer {alice.token}"}
+    note = "# Zebras\n\nZebras sleep standing up. Their stripes confuse biting flies.\n"
+    uploaded = await client.post(
+        f"{API}/rag/upload",
+        files={"file": ("zebras.md", note.encode(), "text/markdown")},
+        headers=auth,
+    )
+    assert uploaded.status_code == 200, uploaded.text
+    doc = uploaded.json()
+    assert doc["filename"] == "zebras.md" and doc["chunk_count"] >= 1 and doc["created_at"]
+    pdf = await client.post(
+        f"{API}/rag/upload",
+        files={"file": ("q.pdf", minimal_pdf("Quokkas live on Rottnest."), "application/pdf")},
+        headers=auth,
+    )
+    assert pdf.status_code == 200, pdf.text
+    listed = (await client.get(f"{API}/rag/documents", headers=bearer(alice.token))).json()
+    assert [d["filename"] for d in listed["documents"]] == ["zebras.md", "q.pdf"]
+    chunks = await client.get(
+        f"{API}/rag/documents/{pdf.json()['doc_id']}/chunks", headers=bearer(alice.token)
+    )
+    assert "Quokkas live on Rottnest" in chunks.json()["chunks"][0]["content"]
+    # her runs find her document; another user's runs and listing do not
+    mine = await run_search(client, alice, "Why do zebras have stripes?")
+    assert "zebras.md" in mine
+    bob = await make_user(client, "bob@example.com")
+    assert "zebras.md" not in await run_search(client, bob, "Why do zebras have stripes?")
+    theirs = await client.get(f"{API}/rag/documents", headers=bearer(bob.token))
+    assert theirs.json() == {"documents": [], "total": 0}
+    stolen = await client.delete(f"{API}/rag/documents/{doc['doc_id']}", headers=bearer(bob.token))
+    assert stolen.status_code == 404
+    bad = await client.post(
+        f"{API}/rag/upload", files={"file": ("x.docx", b"PK", "application/zip")}, headers=auth
+    )
+    assert bad.status_code == 400 and "Supported" in bad.json()["detail"]
+    gone = await client.delete(f"{API}/rag/documents/{doc['doc_id']}", headers=bearer(alice.token))
+    assert gone.json() == {"doc_id": doc["doc_id"], "deleted": True}
+    assert "zebras.md" not in await run_search(client, alice, "Why do zebras have stripes?")
+
+
+async def run_search(client: httpx.AsyncClient, user: User, question: str) -> str:
+    """What the user's single-agent chat (the research team's researcher) answers."""
+    created = await client.post(
+        f"{API}/auth/session", json={"team": "research"}, headers=bearer(user.token)
+    )
+    token = created.json()["token"]["access_token"]
+    reply = await chat(client, token, [{"role": "user", "content": question}], mode="single")
+    return str(reply.json()["messages"][-1]["content"])
+
+
+async def test_an_upload_may_be_larger_than_other_requests(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    big = ("Line about databases and their indexes. " * 40 + "\n\n") * 900  # ≈ 1.5 MB
+    uploaded = await client.post(
+        f"{API}/rag/upload",
+        files={"file": ("big.txt", big.encode(), "text/plain")},
+        headers={"Authorization": f"Bearer {alice.token}"},  # as uploadDocument sends it
+    )
+    assert uploaded.status_code == 200, uploaded.text[:200]
+    too_big = await client.post(
+        f"{API}/chatbot/chat", content=b"x" * 1_500_000, headers=bearer(alice.token)
+    )
+    assert too_big.status_code == 413

@@ -1,5 +1,5 @@
 """Local knowledge base searched by researcher agents (SQLite FTS5, BM25 ranking)."""
 
-from teamgraph.knowledge.index import Hit, IngestReport, KnowledgeBase
+from teamgraph.knowledge.index import SHARED, Document, Hit, IngestReport, KnowledgeBase, Scoped
 
-__all__ = ["Hit", "IngestReport", "KnowledgeBase"]
+__all__ = ["SHARED", "Document", "Hit", "IngestReport", "KnowledgeBase", "Scoped"]

@@ -2,9 +2,15 @@
 
 All tables are prefixed ``kb_`` because the database file is shared with other teamgraph tables:
 
-* ``kb_files``  — one row per ingested file: resolved path and SHA-256 of its bytes;
-* ``kb_chunks`` — the chunks, as written (source path, position, heading path, text);
+* ``kb_files``  — one row per document, in a *collection*: its id, resolved path (or
+  ``upload:<id>/<name>`` for an uploaded one), name and SHA-256 of its bytes;
+* ``kb_chunks`` — the chunks, as written (collection, source, position, heading path, text);
 * ``kb_fts``    — FTS5 index over heading path and text, ``rowid`` = ``kb_chunks.id``.
+
+A collection is one owner's documents: ``team:<name>`` (a team's YAML ``knowledge``),
+``user:<id>`` (what a user uploaded), ``shared`` (``teamgraph ingest``). A search names the
+collections it may read (:meth:`KnowledgeBase.scoped`): a run reads its team's, its user's and
+the shared one, never another team's or user's.
 
 The FTS tokenizer is ``porter unicode61 remove_diacritics 2``: ``unicode61`` splits words and
 folds case and accents (``café`` matches ``cafe``), ``porter`` stems English words so ``indexes``
@@ -19,10 +25,13 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import sqlite3
-from collections.abc import Iterable, Iterator
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from teamgraph.errors import UsageError
@@ -33,21 +42,30 @@ MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 SUFFIXES = MARKDOWN_SUFFIXES | {".txt"}
 HEADING_WEIGHT = 2.0  # bm25 column weight of the heading path relative to the chunk text
 SNIPPET_TOKENS = 24
+log = logging.getLogger(__name__)
 
+SHARED = "shared"
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS kb_files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS kb_chunks (id INTEGER PRIMARY KEY, source TEXT NOT NULL,"
-    " ordinal INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS kb_chunks_source ON kb_chunks (source)",
+    "CREATE TABLE IF NOT EXISTS kb_files (id INTEGER PRIMARY KEY, collection TEXT NOT NULL,"
+    " path TEXT NOT NULL, name TEXT NOT NULL, sha256 TEXT NOT NULL, added_at TEXT NOT NULL,"
+    " UNIQUE (collection, path))",
+    "CREATE TABLE IF NOT EXISTS kb_chunks (id INTEGER PRIMARY KEY, collection TEXT NOT NULL,"
+    " source TEXT NOT NULL, ordinal INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS kb_chunks_source ON kb_chunks (collection, source)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS kb_fts USING fts5"
     "(heading, body, tokenize = 'porter unicode61 remove_diacritics 2')",
 )
-_SEARCH = f"""
+_BEFORE_COLLECTIONS = (
+    "DROP TABLE IF EXISTS kb_fts",
+    "DROP TABLE IF EXISTS kb_chunks",
+    "DROP TABLE IF EXISTS kb_files",
+)
+_SEARCH = """
     SELECT c.source, c.heading, c.text,
-           snippet(kb_fts, 1, '**', '**', '…', {SNIPPET_TOKENS}),
-           bm25(kb_fts, {HEADING_WEIGHT}, 1.0) AS raw_score
+           snippet(kb_fts, 1, '**', '**', '…', {tokens}),
+           bm25(kb_fts, {weight}, 1.0) AS raw_score
     FROM kb_fts JOIN kb_chunks AS c ON c.id = kb_fts.rowid
-    WHERE kb_fts MATCH ?
+    WHERE kb_fts MATCH ? AND c.collection IN ({collections})
     ORDER BY raw_score, c.source, c.ordinal
     LIMIT ?
 """
@@ -81,22 +99,41 @@ class Hit:
     score: float
 
 
+@dataclass(frozen=True)
+class Document:
+    """One document of a collection: its id, name, where it came from, its chunk count."""
+
+    id: int
+    name: str
+    source: str
+    chunks: int
+    added_at: str  # ISO 8601, UTC
+
+
 class KnowledgeBase:
-    """A full-text index of markdown and text files in a SQLite database file."""
+    """A full-text index of markdown and text files in a SQLite database file, in collections."""
 
     def __init__(self, db_path: str | Path) -> None:
         """Open (creating if needed) the ``kb_*`` tables in ``db_path``; other tables are left
-        alone. ``:memory:`` is refused: each call opens its own connection."""
+        alone. ``:memory:`` is refused: each call opens its own connection. An index written
+        before collections existed is dropped (it is rebuilt from its files: a team's on its next
+        run; ``teamgraph ingest`` again for the rest)."""
         if str(db_path) == ":memory:":
             raise ValueError("KnowledgeBase needs a database file, not ':memory:'")
         self.db_path = Path(db_path)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as conn, conn:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(kb_files)")}
+            if columns and "collection" not in columns:
+                log.warning("knowledge index %s predates collections: rebuilt", self.db_path)
+                for statement in _BEFORE_COLLECTIONS:
+                    conn.execute(statement)
             for statement in _SCHEMA:
                 conn.execute(statement)
 
-    def ingest(self, paths: Iterable[str | Path]) -> IngestReport:
-        """Index files and directories (recursively: ``*.md``, ``*.markdown``, ``*.txt``).
+    def ingest(self, paths: Iterable[str | Path], collection: str = SHARED) -> IngestReport:
+        """Index files and directories (recursively: ``*.md``, ``*.markdown``, ``*.txt``) into
+        ``collection``.
 
         Files whose content hash is unchanged are skipped; a changed file's chunks are replaced.
         Every path is checked before anything is written: a missing one raises
@@ -107,17 +144,33 @@ class KnowledgeBase:
         indexed = unchanged = chunks = 0
         with self._connect() as conn:
             for file in files:
-                written = _ingest_file(conn, file)
+                written = _ingest_file(conn, collection, file)
                 if written is None:
                     unchanged += 1
                 else:
                     indexed += 1
                     chunks += written
-            removed = _prune(conn, directories)
+            removed = _prune(conn, collection, directories)
         return IngestReport(indexed, unchanged, chunks, removed)
 
-    def search(self, query: str, k: int = 5) -> list[Hit]:
-        """Return up to ``k`` chunks matching any term of ``query``, best first.
+    def add_document(self, collection: str, name: str, text: str, markdown: bool) -> Document:
+        """Index an uploaded document's text as a new document of ``collection``."""
+        source = f"upload:{uuid.uuid4().hex}/{name}"
+        parts = chunk_markdown(text) if markdown else chunk_text(text)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        with self._connect() as conn, conn:
+            for ordinal, chunk in enumerate(parts):
+                _insert_chunk(conn, collection, source, ordinal, chunk)
+            cursor = conn.execute(
+                "INSERT INTO kb_files (collection, path, name, sha256, added_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (collection, source, name, digest, now := _now()),
+            )
+        return Document(int(cursor.lastrowid or 0), name, source, len(parts), now)
+
+    def search(self, query: str, k: int = 5, collections: Sequence[str] = (SHARED,)) -> list[Hit]:
+        """Return up to ``k`` chunks of ``collections`` matching any term of ``query``, best
+        first.
 
         ``query`` is free text and never raises an FTS syntax error; a query with no searchable
         term (empty, punctuation only, stop words only) returns ``[]``.
@@ -125,31 +178,102 @@ class KnowledgeBase:
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         match = build_match_query(query)
-        if match is None:
+        if match is None or not collections:
             return []
+        sql = _SEARCH.format(
+            tokens=SNIPPET_TOKENS,
+            weight=HEADING_WEIGHT,
+            collections=",".join("?" * len(collections)),
+        )
         with self._connect() as conn:
-            rows = conn.execute(_SEARCH, (match, k)).fetchall()
+            rows = conn.execute(sql, (match, *collections, k)).fetchall()
         return [
             Hit(source=source, heading=heading, snippet=_clean(snippet), text=text, score=-raw)
             for source, heading, text, snippet, raw in rows
         ]
 
-    def count(self) -> int:
-        """Number of chunks in the index."""
+    def scoped(self, collections: Sequence[str]) -> Scoped:
+        """A view that searches these collections only."""
+        return Scoped(self, tuple(dict.fromkeys(collections)))
+
+    def documents(self, collection: str) -> list[Document]:
+        """The documents of ``collection``, oldest first."""
         with self._connect() as conn:
-            row = conn.execute("SELECT count(*) FROM kb_chunks").fetchone()
+            rows = conn.execute(
+                "SELECT f.id, f.name, f.path, (SELECT count(*) FROM kb_chunks AS c"
+                " WHERE c.collection = f.collection AND c.source = f.path), f.added_at"
+                " FROM kb_files AS f WHERE f.collection = ? ORDER BY f.id",
+                (collection,),
+            ).fetchall()
+        return [Document(int(i), str(n), str(p), int(c), str(a)) for i, n, p, c, a in rows]
+
+    def chunks(self, collection: str, document_id: int) -> list[Chunk] | None:
+        """The chunks of one document of ``collection`` in order; ``None`` if it has no such
+        document (another collection's documents are never found)."""
+        with self._connect() as conn:
+            source = _source(conn, collection, document_id)
+            if source is None:
+                return None
+            rows = conn.execute(
+                "SELECT heading, text FROM kb_chunks WHERE collection = ? AND source = ?"
+                " ORDER BY ordinal",
+                (collection, source),
+            ).fetchall()
+        return [Chunk(heading=h, text=t) for h, t in rows]
+
+    def delete(self, collection: str, document_id: int) -> bool:
+        """Remove one document of ``collection``; False when it has no such document."""
+        with self._connect() as conn, conn:
+            source = _source(conn, collection, document_id)
+            if source is None:
+                return False
+            _delete_source(conn, collection, source)
+        return True
+
+    def count(self, collection: str | None = None) -> int:
+        """Number of chunks in the index (in ``collection``, if given)."""
+        with self._connect() as conn:
+            if collection is None:
+                row = conn.execute("SELECT count(*) FROM kb_chunks").fetchone()
+            else:
+                query = "SELECT count(*) FROM kb_chunks WHERE collection = ?"
+                row = conn.execute(query, (collection,)).fetchone()
         return int(row[0])
 
-    def sources(self) -> list[str]:
-        """Paths of all ingested files, sorted."""
+    def sources(self, collection: str = SHARED) -> list[str]:
+        """Paths of the files ingested into ``collection``, sorted."""
         with self._connect() as conn:
-            rows = conn.execute("SELECT path FROM kb_files ORDER BY path").fetchall()
+            rows = conn.execute(
+                "SELECT path FROM kb_files WHERE collection = ? ORDER BY path", (collection,)
+            ).fetchall()
         return [str(row[0]) for row in rows]
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         with closing(sqlite3.connect(self.db_path, timeout=30.0)) as conn:
             yield conn
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A knowledge base seen through some of its collections (what one run may read)."""
+
+    base: KnowledgeBase
+    collections: tuple[str, ...]
+
+    def search(self, query: str, k: int = 5) -> list[Hit]:
+        return self.base.search(query, k, self.collections)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _source(conn: sqlite3.Connection, collection: str, document_id: int) -> str | None:
+    row = conn.execute(
+        "SELECT path FROM kb_files WHERE id = ? AND collection = ?", (document_id, collection)
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 def _clean(snippet: str) -> str:
@@ -188,20 +312,26 @@ def _walk(directory: Path) -> list[Path]:
     )
 
 
-def _ingest_file(conn: sqlite3.Connection, path: Path) -> int | None:
+def _ingest_file(conn: sqlite3.Connection, collection: str, path: Path) -> int | None:
     """(Re)index one file; return the number of chunks written, or ``None`` if unchanged."""
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     key = str(path)
-    row = conn.execute("SELECT sha256 FROM kb_files WHERE path = ?", (key,)).fetchone()
+    row = conn.execute(
+        "SELECT sha256 FROM kb_files WHERE collection = ? AND path = ?", (collection, key)
+    ).fetchone()
     if row is not None and row[0] == digest:
         return None
     chunks = _chunk(path, data.decode("utf-8-sig", errors="replace"))
     with conn:
-        _delete_source(conn, key)
+        _delete_source(conn, collection, key)
         for ordinal, chunk in enumerate(chunks):
-            _insert_chunk(conn, key, ordinal, chunk)
-        conn.execute("INSERT INTO kb_files (path, sha256) VALUES (?, ?)", (key, digest))
+            _insert_chunk(conn, collection, key, ordinal, chunk)
+        conn.execute(
+            "INSERT INTO kb_files (collection, path, name, sha256, added_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (collection, key, path.name, digest, _now()),
+        )
     return len(chunks)
 
 
@@ -211,10 +341,12 @@ def _chunk(path: Path, content: str) -> list[Chunk]:
     return chunk_text(content)
 
 
-def _insert_chunk(conn: sqlite3.Connection, source: str, ordinal: int, chunk: Chunk) -> None:
+def _insert_chunk(
+    conn: sqlite3.Connection, collection: str, source: str, ordinal: int, chunk: Chunk
+) -> None:
     cursor = conn.execute(
-        "INSERT INTO kb_chunks (source, ordinal, heading, text) VALUES (?, ?, ?, ?)",
-        (source, ordinal, chunk.heading, chunk.text),
+        "INSERT INTO kb_chunks (collection, source, ordinal, heading, text) VALUES (?, ?, ?, ?, ?)",
+        (collection, source, ordinal, chunk.heading, chunk.text),
     )
     conn.execute(
         "INSERT INTO kb_fts (rowid, heading, body) VALUES (?, ?, ?)",
@@ -222,19 +354,22 @@ def _insert_chunk(conn: sqlite3.Connection, source: str, ordinal: int, chunk: Ch
     )
 
 
-def _delete_source(conn: sqlite3.Connection, source: str) -> None:
+def _delete_source(conn: sqlite3.Connection, collection: str, source: str) -> None:
+    where = "collection = ? AND source = ?"
     conn.execute(
-        "DELETE FROM kb_fts WHERE rowid IN (SELECT id FROM kb_chunks WHERE source = ?)", (source,)
+        f"DELETE FROM kb_fts WHERE rowid IN (SELECT id FROM kb_chunks WHERE {where})",
+        (collection, source),
     )
-    conn.execute("DELETE FROM kb_chunks WHERE source = ?", (source,))
-    conn.execute("DELETE FROM kb_files WHERE path = ?", (source,))
+    conn.execute(f"DELETE FROM kb_chunks WHERE {where}", (collection, source))
+    conn.execute("DELETE FROM kb_files WHERE collection = ? AND path = ?", (collection, source))
 
 
-def _prune(conn: sqlite3.Connection, directories: list[Path]) -> int:
+def _prune(conn: sqlite3.Connection, collection: str, directories: list[Path]) -> int:
     """Drop indexed files under ``directories`` that no longer exist; return how many."""
     if not directories:
         return 0
-    known = [Path(row[0]) for row in conn.execute("SELECT path FROM kb_files").fetchall()]
+    rows = conn.execute("SELECT path FROM kb_files WHERE collection = ?", (collection,))
+    known = [Path(row[0]) for row in rows.fetchall() if not str(row[0]).startswith("upload:")]
     gone = [
         path
         for path in known
@@ -242,5 +377,5 @@ def _prune(conn: sqlite3.Connection, directories: list[Path]) -> int:
     ]
     with conn:
         for path in gone:
-            _delete_source(conn, str(path))
+            _delete_source(conn, collection, str(path))
     return len(gone)

@@ -28,9 +28,9 @@ from teamgraph.storage.run_store import PostgresRunStore, RunStore, SqlRunStore
 # WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
 # durability runs need); only an OS crash or power loss may lose the last commits.
 SQLITE_PRAGMAS = (
+    "PRAGMA busy_timeout=5000",  # first: switching to WAL waits for another connection's lock
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
-    "PRAGMA busy_timeout=5000",
 )
 
 
@@ -102,10 +102,10 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
     async with AsyncExitStack() as stack:
         saver = await stack.enter_async_context(LoopSqliteSaver.from_conn_string(str(path)))
         store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(str(path)))
-        for conn in (saver.conn, store.conn):  # busy_timeout first: set-ups may meet
-            for pragma in SQLITE_PRAGMAS:
-                await conn.execute(pragma)
         async with _setting_up(path):
+            for conn in (saver.conn, store.conn):
+                for pragma in SQLITE_PRAGMAS:
+                    await conn.execute(pragma)
             await _set_up(store.conn, store.setup)
             await _set_up(saver.conn, saver.setup)
         assert isinstance(saver, LoopSqliteSaver)
@@ -120,9 +120,12 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
         stack.callback(direct.close)
         runs = SqlRunStore(engine, direct)
         await runs.setup()
-        ledger = SqliteLedger(path)
+        # in threads: their schema statements may wait for another backend's write to commit,
+        # which needs this event loop to go on
+        ledger = await asyncio.to_thread(SqliteLedger, path)
         stack.callback(ledger.close)
-        yield Backend(saver, store, ledger, runs, KnowledgeBase(path), engine, direct)
+        knowledge = await asyncio.to_thread(KnowledgeBase, path)
+        yield Backend(saver, store, ledger, runs, knowledge, engine, direct)
 
 
 @asynccontextmanager

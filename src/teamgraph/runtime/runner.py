@@ -31,6 +31,7 @@ from teamgraph.events import (
     TokenUsage,
 )
 from teamgraph.journal import Journal
+from teamgraph.knowledge import SHARED
 from teamgraph.llm.cassette import Cassette, StandIn
 from teamgraph.llm.pricing import PriceTable
 from teamgraph.llm.provider import ModelProvider
@@ -339,7 +340,9 @@ class Runner:
         """Index the team's knowledge (incrementally) and load its MCP tools (once)."""
         knowledge = sorted(set(_knowledge(self.team)))
         if knowledge:
-            await asyncio.to_thread(self.backend.knowledge.ingest, knowledge)
+            await asyncio.to_thread(
+                self.backend.knowledge.ingest, knowledge, team_collection(self.team.name)
+            )
         if self.team.mcp_servers and not self._mcp_loaded:
             for ref, tool in (await load_mcp_tools(self.team.mcp_servers)).items():
                 self.config.registry.add(tool, ref)
@@ -366,7 +369,9 @@ class Runner:
             models=models,
             tools=self.config.registry,
             tool_resources=ToolResources(
-                knowledge=self.backend.knowledge,
+                knowledge=self.backend.knowledge.scoped(
+                    (team_collection(self.team.name), user_collection(user), SHARED)
+                ),
                 store=self.backend.store,
                 notes_namespace=("teamgraph", "notes", self.team.name, user),
             ),
@@ -510,6 +515,17 @@ def _cassette(record: str | Path | None, replay: str | Path | None) -> Cassette 
     if replay is not None:
         return Cassette(replay, "replay")
     return Cassette(record, "record") if record is not None else None
+
+
+def team_collection(team: str) -> str:
+    """The knowledge collection of a team's YAML ``knowledge`` (its nested teams' included);
+    a team the server derives from it (``research:single-researcher``) reads the same one."""
+    return f"team:{team.partition(':')[0]}"
+
+
+def user_collection(user_id: str) -> str:
+    """The knowledge collection of what a user uploaded."""
+    return f"user:{user_id}"
 
 
 def _knowledge(team: TeamSpec) -> list[str]:

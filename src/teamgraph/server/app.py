@@ -14,7 +14,17 @@ from teamgraph.config import Settings
 from teamgraph.runtime.backend import open_backend
 from teamgraph.server import ops
 from teamgraph.server.errors import install_error_handlers
-from teamgraph.server.routes import approvals, auth, chatbot, runs, sessions, teams, unified, web
+from teamgraph.server.routes import (
+    approvals,
+    auth,
+    chatbot,
+    knowledge,
+    runs,
+    sessions,
+    teams,
+    unified,
+    web,
+)
 from teamgraph.server.runs import RunManager
 from teamgraph.server.state import AppState, load_teams
 
@@ -45,7 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     ops.install(app, settings)  # ops: rate limits, body limit, CORS, request ids, /health, /metrics
     routers = (auth.router, teams.router, runs.router, sessions.router, chatbot.router)
-    for router in (*routers, unified.router, approvals.router):
+    for router in (*routers, unified.router, approvals.router, knowledge.router):
         app.include_router(router)
     web.install(app)  # the web workspace at /
     return app

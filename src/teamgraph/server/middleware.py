@@ -32,17 +32,24 @@ class BodyTooLarge(HTTPException):
         super().__init__(413, detail=f"Request body too large: the limit is {limit} bytes")
 
 
+UPLOAD_PATHS = frozenset({"/api/v1/rag/upload"})
+
+
 class BodyLimitMiddleware:
     """413 for bodies over ``limit`` bytes: at once when ``Content-Length`` says so, otherwise
     as soon as the bytes read pass it (chunked or lying clients)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, uploads: int | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.uploads = uploads or limit  # for UPLOAD_PATHS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope["path"] in UPLOAD_PATHS and self.uploads != self.limit:
+            await BodyLimitMiddleware(self.app, self.uploads)(scope, receive, send)
             return
         declared = _header(scope, b"content-length")  # not a number: only the count decides
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
@@ -154,7 +161,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 def install_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     # add_middleware puts each new one outside the previous ones: add innermost first
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware, limit=settings.max_body_bytes, uploads=settings.max_upload_bytes
+    )
     app.add_middleware(
         RateLimitMiddleware, limits=settings.rate_limits, jwt_secret=settings.jwt_secret
     )
