@@ -12,6 +12,9 @@ temporary folder, JSON logs and the access log off, rate limits lifted), and the
   a run and opens its event stream; time from sending the start request to the first ``data:``
   line (``--rounds`` rounds; target p99 ≤ 50 ms). ``stream_p50_ms`` / ``stream_p99_ms`` time from
   opening the stream only;
+* ``seed stream``: the seed-000 chat stream route, one client at a time after the bursts: first
+  byte (target ≤ 50 ms), first ``data:`` line and ``done`` (the first line must come before the
+  run ends);
 * ``inprocess runs_per_s``: the same runs, same concurrency, through ``Runner.run`` on a backend
   of its own — the baseline; ``ratio`` is server / in-process.
 
@@ -456,6 +459,7 @@ async def benchmark(args: argparse.Namespace) -> int:
                 server_rps = await server_throughput(api, args.runs, args.concurrency)
                 print(f"server runs_per_s {server_rps:.1f}", flush=True)
                 ttfe = await time_to_first_event(api, server.url, args.clients, args.rounds)
+                await seed_stream(api, args.rounds * 5)
         except (BenchmarkError, httpx.HTTPError) as exc:
             print(f"benchmark failed: {exc!r}", file=sys.stderr)
             if server.process.poll() is not None or args.verbose:
@@ -470,6 +474,39 @@ async def benchmark(args: argparse.Namespace) -> int:
         print(f"inprocess runs_per_s {inproc_rps:.1f}")
         print(f"ratio server/inprocess {server_rps / inproc_rps:.2f}")
     return 1 if ttfe.errors else 0
+
+
+async def seed_stream(api: Api, runs: int) -> None:
+    """The seed-000 chat stream (``POST /api/v1/chatbot/workflow/chat/stream``), one client on an
+    otherwise idle server: time to the response's first byte (its headers), to the first
+    ``data:`` line (the plan), and to ``done`` (the run's end)."""
+    heads, firsts, ends = [], [], []
+    for _ in range(runs):
+        created = await api.http.post(
+            "/api/v1/auth/session", json={"team": "bench"}, headers=api.headers
+        )
+        _expect(created, 201)
+        token = {"Authorization": f"Bearer {created.json()['token']['access_token']}"}
+        body = {"messages": [{"role": "user", "content": REQUEST}]}
+        started, first = time.perf_counter(), 0.0
+        url = f"/api/v1/chatbot/workflow/chat/stream?template={TEMPLATE}"
+        async with api.http.stream("POST", url, json=body, headers=token) as response:
+            heads.append(time.perf_counter() - started)
+            async for line in response.aiter_lines():
+                if line.startswith("data:"):
+                    first = first or time.perf_counter() - started
+                    if '"done": true' in line:
+                        break
+        firsts.append(first)
+        ends.append(time.perf_counter() - started)
+    for name, values in (("first byte", heads), ("first line", firsts), ("done", ends)):
+        print(
+            f"seed stream {name:<10} p50 {statistics.median(values) * 1000:6.1f} ms"
+            f"  max {max(values) * 1000:6.1f} ms",
+            flush=True,
+        )
+    before = sum(f < e for f, e in zip(firsts, ends, strict=True))
+    print(f"seed stream first line before the run ended: {before}/{runs}", flush=True)
 
 
 def report_ttfe(ttfe: Ttfe, clients: int) -> None:
