@@ -19,10 +19,10 @@ One call, in order:
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import jsonschema
@@ -30,6 +30,7 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from teamgraph import prompts
 from teamgraph.brief import Brief, briefed
@@ -266,35 +267,62 @@ async def _retrying(
     messages: Sequence[BaseMessage],
     attempt: Callable[[], Awaitable[T]],
 ) -> T:
-    """``attempt()`` through the model's limits; transient errors retried after the provider's
-    ``Retry-After`` or with exponential backoff and jitter. A provider's failure is reported as
-    :func:`~teamgraph.llm.errors.translate` says (the run stops, or the step fails)."""
+    """``attempt()`` through the model's limits; transient errors retried (tenacity) after the
+    provider's ``Retry-After`` or with exponential backoff and jitter, each retry announced. A
+    provider's failure is reported as :func:`~teamgraph.llm.errors.translate` says (the run
+    stops, or the step fails). The common case pays nothing for the retry machinery."""
     gate = scope.models.gate(caller.model_name)
+    call = attempt if gate is None else partial(gate.through, attempt, messages)
+    try:
+        return await call()
+    except Exception as exc:
+        failed: list[BaseException] = [exc]  # tenacity's first attempt is this one
     policy = scope.retry
-    for number in range(1, policy.max_attempts + 1):
-        try:
-            if gate is None:
-                return await attempt()
-            return await gate.through(attempt, messages)
-        except Exception as exc:
-            delay = _delay(exc, policy, number)
-            if delay is None:
-                failure = translate(exc, caller.model_name, number)
-                if failure is exc:
-                    raise
-                raise failure from exc
-            scope.emit(
-                ModelRetry,
-                caller.agent,
-                agent=caller.agent,
-                model=caller.model_name,
-                attempt=number,
-                delay_s=round(delay, 3),
-                error=redact(f"{type(exc).__name__}: {exc}")[:500],
-                step_id=caller.step_id,
-            )
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def again() -> T:
+        if failed:
+            raise failed.pop()
+        return await call()
+
+    def wait(state: RetryCallState) -> float:
+        return _delay(_error(state), policy, state.attempt_number) or 0.0
+
+    def stop(state: RetryCallState) -> bool:
+        return _delay(_error(state), policy, state.attempt_number) is None
+
+    def announce(state: RetryCallState) -> None:
+        error = _error(state)
+        scope.emit(
+            ModelRetry,
+            caller.agent,
+            agent=caller.agent,
+            model=caller.model_name,
+            attempt=state.attempt_number,
+            delay_s=round(state.upcoming_sleep, 3),
+            error=redact(f"{type(error).__name__}: {error}")[:500],
+            step_id=caller.step_id,
+        )
+
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(is_transient),
+        stop=stop,
+        wait=wait,
+        before_sleep=announce,
+        reraise=True,
+    )
+    try:
+        return await retrying(again)
+    except Exception as exc:
+        failure = translate(exc, caller.model_name, retrying.statistics.get("attempt_number", 1))
+        if failure is exc:
+            raise
+        raise failure from exc
+
+
+def _error(state: RetryCallState) -> BaseException:
+    outcome = state.outcome
+    error = outcome.exception() if outcome is not None else None
+    return error if error is not None else RuntimeError("no outcome")
 
 
 def _delay(exc: BaseException, policy: RetryOptions, number: int) -> float | None:
