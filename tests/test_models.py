@@ -88,3 +88,17 @@ def test_public_surface_imports_and_exports_every_exception() -> None:
     for obj in vars(teamgraph.errors).values():
         if isinstance(obj, type) and issubclass(obj, teamgraph.TeamgraphError):
             assert obj in exported, obj.__name__
+
+
+def test_settings_never_show_keys_or_secrets() -> None:
+    """A logged or printed Settings (an error report, a debug line) leaks no key."""
+    shown = repr(
+        Settings(
+            openai_api_key="sk-openai-secret",
+            anthropic_api_key="sk-ant-secret",
+            jwt_secret="jwt-secret-value-long-enough",
+            master_password="Master-secret",
+            providers={"openai": {"api_key": "sk-provider-secret"}},
+        )
+    )
+    assert "secret" not in shown

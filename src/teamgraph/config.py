@@ -67,6 +67,7 @@ class Settings(BaseSettings):
     openai_api_key: str | None = Field(
         default=None,
         validation_alias=AliasChoices("TEAMGRAPH_OPENAI_API_KEY", "OPENAI_API_KEY"),
+        repr=False,
         description="Key for the OpenAI (or OpenAI-compatible) endpoint.",
     )
     anthropic_base_url: str | None = Field(
@@ -77,6 +78,7 @@ class Settings(BaseSettings):
     anthropic_api_key: str | None = Field(
         default=None,
         validation_alias=AliasChoices("TEAMGRAPH_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+        repr=False,
         description="Key for the Anthropic API.",
     )
     ollama_base_url: str | None = Field(
@@ -98,6 +100,7 @@ class Settings(BaseSettings):
     # --- HTTP service -----------------------------------------------------------------------
     jwt_secret: str = Field(
         default="",
+        repr=False,
         description="Secret that signs login tokens (set it in production; empty: "
         "a random one per process, so tokens do not survive a restart).",
     )
