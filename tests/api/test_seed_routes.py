@@ -119,24 +119,57 @@ def _ai_stream(text: str) -> list[tuple[str, Any]]:
     return [(line[0], json.loads(line[2:])) for line in text.splitlines() if line]
 
 
+def _orchestrator_part(text: str) -> dict[str, Any]:
+    [part] = [value for kind, value in _ai_stream(text) if kind == "2"]
+    result: dict[str, Any] = part[0]
+    return result
+
+
 async def test_unified_chat_multi_single_and_turns(client: httpx.AsyncClient, alice: User) -> None:
     session = await make_session(client, alice, team="research")
     data = {"sessionId": session["session_id"], "mode": "auto"}
     multi = await client.post("/api/chat", json={**_body(), "data": data}, headers=alice.headers)
     assert multi.status_code == 200 and multi.headers["X-Chat-Mode"] == "multi"
+    assert multi.headers["X-Agent-Count"] == "4"
     parts = _ai_stream(multi.text)
-    assert parts[0][0] == "0" and parts[0][1].startswith("# Workflow Results")
-    orchestrator = parts[-1][1][0]
+    assert [kind for kind, _ in parts[:2]] == ["f", "0"]
+    assert parts[1][1].startswith("# Workflow Results")
+    assert [kind for kind, _ in parts[-3:]] == ["2", "e", "d"]
+    finish = parts[-1][1]
+    run = await client.get(f"/api/v1/runs/{parts[0][1]['messageId']}", headers=alice.headers)
+    usage = run.json()["usage"]
+    assert finish == {
+        "finishReason": "stop",
+        "usage": {
+            "promptTokens": usage["input_tokens"],
+            "completionTokens": usage["output_tokens"],
+        },
+    }
+    orchestrator = parts[-3][1][0]
     assert orchestrator["type"] == "orchestrator" and orchestrator["success"] is True
     assert orchestrator["turnIndex"] == 1 and orchestrator["shouldClarify"] is False
     assert len(orchestrator["tasks"]) == 3 and len(orchestrator["results"]) == 3
     again = await client.post("/api/chat", json={**_body(), "data": data}, headers=alice.headers)
-    assert _ai_stream(again.text)[-1][1][0]["turnIndex"] == 2
+    assert _ai_stream(again.text)[-3][1][0]["turnIndex"] == 2
     single = await client.post(
         "/api/chat", json={**_body(), "data": {**data, "mode": "single"}}, headers=alice.headers
     )
-    assert "X-Chat-Mode" not in single.headers
-    assert all(kind == "0" for kind, _ in _ai_stream(single.text))
+    assert single.headers["X-Chat-Mode"] == "single" and single.headers["X-Agent-Id"]
+    kinds = [kind for kind, _ in _ai_stream(single.text)]
+    assert kinds[0] == "f" and kinds[-2:] == ["e", "d"] and set(kinds[1:-2]) == {"0"}
+    # the top-level shape seed-004's ChatArea sends (userId is never trusted)
+    top = await client.post(
+        "/api/chat",
+        json={
+            **_body(),
+            "sessionId": session["session_id"],
+            "userId": "someone-else",
+            "agentId": "writer",
+        },
+        headers=alice.headers,
+    )
+    assert top.status_code == 200, top.text
+    assert top.headers["X-Chat-Mode"] == "single" and top.headers["X-Agent-Id"] == "writer"
 
 
 async def test_unified_chat_clarifies_then_continues(
@@ -154,7 +187,7 @@ async def test_unified_chat_clarifies_then_continues(
     first = await client.post(
         "/api/chat", json={**_body("help"), "data": data}, headers=alice.headers
     )
-    orchestrator = _ai_stream(first.text)[-1][1][0]
+    orchestrator = _orchestrator_part(first.text)
     assert orchestrator["shouldClarify"] is True and orchestrator["clarificationQuestion"]
     second = await client.post(
         "/api/chat",
@@ -164,7 +197,7 @@ async def test_unified_chat_clarifies_then_continues(
         },
         headers=alice.headers,
     )
-    final = _ai_stream(second.text)[-1][1][0]
+    final = _orchestrator_part(second.text)
     assert final["success"] is True and final["shouldClarify"] is False
     assert any("PostgreSQL" in task["description"] for task in final["tasks"])
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, status
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
@@ -46,8 +46,25 @@ class ChatData(BaseModel):
 
 
 class UnifiedChat(BaseModel):
+    """Both request shapes of the seed's history: ``{messages, data: {sessionId, mode, …}}``,
+    and ``{messages, sessionId, userId, agentId}`` as its ``ChatArea`` sends them (``userId``
+    is never trusted: the token says who asks; ``agentId`` picks the agent of a single chat)."""
+
     messages: list[ChatMessage] = Field(min_length=1)
     data: ChatData
+
+    @model_validator(mode="before")
+    @classmethod
+    def _top_level_shape(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict) or "data" in raw or "sessionId" not in raw:
+            return raw
+        agent = raw.get("agentId")
+        data = {
+            "sessionId": raw["sessionId"],
+            "mode": "single" if agent else "auto",
+            "agentPreferences": {"primaryAgent": agent},
+        }
+        return {"messages": raw.get("messages"), "data": data}
 
 
 @router.post("/api/chat")
@@ -63,16 +80,22 @@ async def unified_chat(
     if not multi:
         team = single_team(state, session.team, body.data.agentPreferences.primaryAgent)
         turn = await _turn(state, session, team, body)
-        return StreamingResponse(_text_stream(turn.answer), media_type="text/plain")
+        agent = state.teams[team].spec.members[0].name
+        return StreamingResponse(
+            _data_stream(turn),
+            media_type="text/plain",
+            headers={"X-Chat-Mode": "single", "X-Agent-Id": agent, **DATA_STREAM},
+        )
     prefs = body.data.agentPreferences
     team = filtered_team(state, session.team, prefs.includeAgents, prefs.excludeAgents)
     turn = await _turn(state, session, team, body)
     result = _orchestrator(turn)
     result["turnIndex"] = await store_turn(state, session.id, turn.run_id, result)
+    count = str(len(state.teams[team].spec.members))
     return StreamingResponse(
-        _multi_stream(turn.answer, result),
+        _data_stream(turn, result),
         media_type="text/plain",
-        headers={"X-Chat-Mode": "multi"},
+        headers={"X-Chat-Mode": "multi", "X-Agent-Count": count, **DATA_STREAM},
     )
 
 
@@ -119,11 +142,22 @@ def _orchestrator(turn: Turn) -> dict[str, Any]:
     }
 
 
-async def _text_stream(text: str) -> AsyncIterator[str]:
+DATA_STREAM = {"X-Vercel-AI-Data-Stream": "v1"}  # the AI SDK's data stream protocol
+
+
+async def _data_stream(turn: Turn, result: dict[str, Any] | None = None) -> AsyncIterator[str]:
+    """The AI SDK data stream: ``f:`` (the message starts), ``0:`` text parts, the ``2:``
+    orchestrator part (multi), then ``e:`` and ``d:`` with the finish reason and the run's
+    token usage."""
+    yield f"f:{json.dumps({'messageId': turn.run_id})}\n"
+    text = turn.answer
     for start in range(0, len(text), 200):
         yield f"0:{json.dumps(text[start : start + 200], ensure_ascii=False)}\n"
-
-
-async def _multi_stream(text: str, result: dict[str, Any]) -> AsyncIterator[str]:
-    yield f"0:{json.dumps(text, ensure_ascii=False)}\n"
-    yield f"2:{json.dumps([result], ensure_ascii=False)}\n"
+    if result is not None:
+        yield f"2:{json.dumps([result], ensure_ascii=False)}\n"
+    usage = turn.result.usage
+    tokens = {"promptTokens": usage.input_tokens, "completionTokens": usage.output_tokens}
+    ended = turn.paused or turn.result.status in FINISHED
+    finish = {"finishReason": "stop" if ended else "error", "usage": tokens}
+    yield f"e:{json.dumps({**finish, 'isContinued': False})}\n"
+    yield f"d:{json.dumps(finish)}\n"
