@@ -165,6 +165,18 @@ async def chat(
     )
 
 
+async def answer_in_history(client: httpx.AsyncClient, token: str) -> dict[str, str]:
+    """The last message of the chat history once the resumed run's answer is there (it runs
+    in the background after the approval; up to 5 s)."""
+    for _ in range(100):
+        stored = (await client.get(f"{API}/chatbot/messages", headers=bearer(token))).json()
+        last: dict[str, str] = stored["messages"][-1]
+        if last["role"] == "assistant" and last["content"].startswith("_Offline"):
+            return last
+        await asyncio.sleep(0.05)
+    return last
+
+
 async def notebook_session(client: httpx.AsyncClient, user: User) -> dict[str, str]:
     created = await client.post(
         f"{API}/auth/session", json={"team": "notebook"}, headers=bearer(user.token)
@@ -238,14 +250,8 @@ async def test_an_approval_pause_says_where_to_decide_and_the_approvals_page_res
     assert approved.json()["status"] == "approved"
     assert approved.json()["reviewer_comment"] == "fine"
     # the run finishes and its answer reaches the chat history
-    for _ in range(100):
-        stored = (
-            await client.get(f"{API}/chatbot/messages", headers=bearer(session["token"]))
-        ).json()["messages"]
-        if stored[-1]["content"] != notice and stored[-1]["role"] == "assistant":
-            break
-        await asyncio.sleep(0.05)
-    assert stored[-1]["role"] == "assistant" and stored[-1]["content"].startswith("_Offline")
+    last = await answer_in_history(client, session["token"])
+    assert last["role"] == "assistant" and last["content"].startswith("_Offline")
     empty = await client.get(f"{API}/approvals/pending", headers=bearer(session["token"]))
     assert empty.json() == {"requests": [], "total": 0}
 
@@ -360,14 +366,8 @@ async def test_a_rejected_call_is_not_run_and_the_run_still_answers(
         f"{API}/approvals/{request['id']}/approve", json={}, headers=bearer(session["token"])
     )
     assert again.status_code in (404, 409)  # decided (and, once resumed, gone)
-    for _ in range(100):
-        stored = (
-            await client.get(f"{API}/chatbot/messages", headers=bearer(session["token"]))
-        ).json()["messages"]
-        if stored[-1]["content"].startswith("_Offline"):
-            break
-        await asyncio.sleep(0.05)
-    assert stored[-1]["content"].startswith("_Offline")
+    last = await answer_in_history(client, session["token"])
+    assert last["role"] == "assistant" and last["content"].startswith("_Offline")
     notes = await client.get(f"{API}/approvals/pending", headers=bearer(session["token"]))
     assert notes.json()["total"] == 0
 

@@ -114,11 +114,10 @@ async def chat_turn(
 ) -> Turn:
     """:func:`open_turn`, followed to the end of the turn."""
     opened = await open_turn(state, user_id, session, team, text, template)
-    result = state.runs.runner(opened.team).result
     if opened.notice:
-        return Turn(opened.run_id, await result(opened.run_id), notice=opened.notice)
-    events = [e async for e in state.runs.events(opened.run_id, opened.after_seq)]
-    return Turn(opened.run_id, await result(opened.run_id), events)
+        result = await state.runs.runner(opened.team).result(opened.run_id)
+        return Turn(opened.run_id, result, notice=opened.notice)
+    return await _followed(state, opened.run_id, opened.team, opened.after_seq)
 
 
 async def run_turn(
@@ -129,18 +128,21 @@ async def run_turn(
     text: str,
     template: str | None = None,
 ) -> Turn:
-    manager = state.runs
-    run_id = await manager.start(user_id, session, team, text, template)
-    events = [e async for e in manager.events(run_id, 0)]
-    return Turn(run_id, await manager.runner(team).result(run_id), events)
+    run_id = await state.runs.start(user_id, session, team, text, template)
+    return await _followed(state, run_id, team)
 
 
 async def resume_turn(state: AppState, run_id: str, team: str, answer: str) -> Turn:
-    manager = state.runs
     row = await state.backend.runs.get(run_id)
-    await manager.resume(run_id, answer=answer)
-    events = [e async for e in manager.events(run_id, row.last_seq)]
-    return Turn(run_id, await manager.runner(team).result(run_id), events)
+    await state.runs.resume(run_id, answer=answer)
+    return await _followed(state, run_id, team, row.last_seq)
+
+
+async def _followed(state: AppState, run_id: str, team: str, after_seq: int = 0) -> Turn:
+    """The turn of a run started or resumed just now: its events after ``after_seq`` to the
+    end of this execution, and its stored result."""
+    events = [e async for e in state.runs.events(run_id, after_seq)]
+    return Turn(run_id, await state.runs.runner(team).result(run_id), events)
 
 
 def workflow_team(state: AppState, session: SessionRow) -> str:

@@ -22,7 +22,6 @@ from teamgraph.storage.models import SessionRow
 
 router = APIRouter(prefix="/api/v1/chatbot", tags=["seed-compatible chat"])
 Mode = Literal["single", "multi"]
-CHUNK = 200
 
 
 def _last_user(body: ChatRequest) -> str:
@@ -41,10 +40,16 @@ async def _turn(
 ) -> Turn:
     await db.close()  # give the request's connection back: a whole run needs the pool
     turn = await chat_turn(state, session.user_id, session, team, _last_user(body), template)
-    if turn.paused:  # the question or notice is the assistant's message in the history too
-        async with state.sessions() as fresh:
-            await repo.add_message(fresh, session.id, "assistant", turn.answer, turn.run_id)
+    if turn.paused:
+        await _remember_pause(state, session, turn.answer, turn.run_id)
     return turn
+
+
+async def _remember_pause(state: AppState, session: SessionRow, text: str, run_id: str) -> None:
+    """A question or notice a run paused with is the assistant's message in the history too
+    (a finished run's answer is stored by the run manager)."""
+    async with state.sessions() as db:
+        await repo.add_message(db, session.id, "assistant", text, run_id)
 
 
 def _reply(body: ChatRequest, turn: Turn) -> ChatResponse:
@@ -76,9 +81,8 @@ async def _stream(
             events = state.runs.events(opened.run_id, opened.after_seq)
             async for line in seed_lines(events, telling):
                 yield line
-        if telling.pause:  # the question or notice is the assistant's message in the history
-            async with state.sessions() as fresh:
-                await repo.add_message(fresh, session.id, "assistant", telling.pause, opened.run_id)
+        if telling.pause:
+            await _remember_pause(state, session, telling.pause, opened.run_id)
 
     return EventSourceResponse(generate())
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
+from teamgraph.server.progress import ANSWER_CHUNK
 from teamgraph.server.schemas import ChatMessage, SafeText
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import (
@@ -151,8 +152,8 @@ async def _data_stream(turn: Turn, result: dict[str, Any] | None = None) -> Asyn
     token usage."""
     yield f"f:{json.dumps({'messageId': turn.run_id})}\n"
     text = turn.answer
-    for start in range(0, len(text), 200):
-        yield f"0:{json.dumps(text[start : start + 200], ensure_ascii=False)}\n"
+    for start in range(0, len(text), ANSWER_CHUNK):
+        yield f"0:{json.dumps(text[start : start + ANSWER_CHUNK], ensure_ascii=False)}\n"
     if result is not None:
         yield f"2:{json.dumps([result], ensure_ascii=False)}\n"
     usage = turn.result.usage
