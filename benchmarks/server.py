@@ -12,9 +12,9 @@ temporary folder, JSON logs and the access log off, rate limits lifted), and the
   a run and opens its event stream; time from sending the start request to the first ``data:``
   line (``--rounds`` rounds; target p99 ≤ 50 ms). ``stream_p50_ms`` / ``stream_p99_ms`` time from
   opening the stream only;
-* ``seed stream``: the seed-000 chat stream route, one client at a time after the bursts: first
-  byte (target ≤ 50 ms), first ``data:`` line and ``done`` (the first line must come before the
-  run ends);
+* ``seed stream`` / ``/api/chat``: the seed-000 chat stream route and seed-004's ``/api/chat``,
+  one client at a time after the bursts: first byte (target ≤ 50 ms), first content line and the
+  end (the first line must come before the run ends);
 * ``inprocess runs_per_s``: the same runs, same concurrency, through ``Runner.run`` on a backend
   of its own — the baseline; ``ratio`` is server / in-process.
 
@@ -43,6 +43,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -476,37 +477,62 @@ async def benchmark(args: argparse.Namespace) -> int:
     return 1 if ttfe.errors else 0
 
 
+Opened = tuple[str, dict[str, Any], dict[str, str]]  # url, JSON body, headers
+
+
 async def seed_stream(api: Api, runs: int) -> None:
-    """The seed-000 chat stream (``POST /api/v1/chatbot/workflow/chat/stream``), one client on an
-    otherwise idle server: time to the response's first byte (its headers), to the first
-    ``data:`` line (the plan), and to ``done`` (the run's end)."""
+    """The seeds' chat streams, one client on an otherwise idle server: time to the
+    response's first byte (its headers), to the first content line (the plan), and to the
+    end line (the run's end) — seed-000's ``POST …/workflow/chat/stream`` (``data:`` lines,
+    then ``done``) and seed-004's ``POST /api/chat`` (``0:`` text parts, then ``d:``)."""
+    await _timed_stream(api, "seed stream", runs, _seed000, ("data:", '"done": true'))
+    await _timed_stream(api, "/api/chat", runs, _seed004, ("0:", "d:"))
+
+
+async def _seed000(api: Api) -> Opened:
+    created = await api.http.post(
+        "/api/v1/auth/session", json={"team": "bench"}, headers=api.headers
+    )
+    _expect(created, 201)
+    token = {"Authorization": f"Bearer {created.json()['token']['access_token']}"}
+    body = {"messages": [{"role": "user", "content": REQUEST}]}
+    return f"/api/v1/chatbot/workflow/chat/stream?template={TEMPLATE}", body, token
+
+
+async def _seed004(api: Api) -> Opened:
+    session_id = await api.session()
+    body = {"messages": [{"role": "user", "content": REQUEST}], "sessionId": session_id}
+    return "/api/chat", body, api.headers
+
+
+async def _timed_stream(
+    api: Api,
+    label: str,
+    runs: int,
+    opened: Callable[[Api], Awaitable[Opened]],
+    marks: tuple[str, str],
+) -> None:
     heads, firsts, ends = [], [], []
     for _ in range(runs):
-        created = await api.http.post(
-            "/api/v1/auth/session", json={"team": "bench"}, headers=api.headers
-        )
-        _expect(created, 201)
-        token = {"Authorization": f"Bearer {created.json()['token']['access_token']}"}
-        body = {"messages": [{"role": "user", "content": REQUEST}]}
+        url, body, headers = await opened(api)
         started, first = time.perf_counter(), 0.0
-        url = f"/api/v1/chatbot/workflow/chat/stream?template={TEMPLATE}"
-        async with api.http.stream("POST", url, json=body, headers=token) as response:
+        async with api.http.stream("POST", url, json=body, headers=headers) as response:
             heads.append(time.perf_counter() - started)
             async for line in response.aiter_lines():
-                if line.startswith("data:"):
+                if line.startswith(marks[0]):
                     first = first or time.perf_counter() - started
-                    if '"done": true' in line:
-                        break
+                if marks[1] in line:
+                    break
         firsts.append(first)
         ends.append(time.perf_counter() - started)
     for name, values in (("first byte", heads), ("first line", firsts), ("done", ends)):
         print(
-            f"seed stream {name:<10} p50 {statistics.median(values) * 1000:6.1f} ms"
+            f"{label} {name:<10} p50 {statistics.median(values) * 1000:6.1f} ms"
             f"  max {max(values) * 1000:6.1f} ms",
             flush=True,
         )
-    before = sum(f < e for f, e in zip(firsts, ends, strict=True))
-    print(f"seed stream first line before the run ended: {before}/{runs}", flush=True)
+    before = sum(0 < f < e for f, e in zip(firsts, ends, strict=True))
+    print(f"{label} first line before the run ended: {before}/{runs}", flush=True)
 
 
 def report_ttfe(ttfe: Ttfe, clients: int) -> None:

@@ -10,7 +10,7 @@ from teamgraph import UsageError
 from teamgraph.llm._moderation import is_vague
 from teamgraph.runtime.team import Team
 
-from .helpers import by_type
+from .helpers import EXAMPLES, by_type
 
 
 def _team(settings: Any) -> Team:
@@ -47,3 +47,19 @@ async def test_a_vague_request_pauses_and_resumes_with_the_answer(settings: Any)
 async def test_a_clear_request_goes_straight_to_planning(settings: Any) -> None:
     result = await _team(settings).run("Compare PostgreSQL and MongoDB on security and cost")
     assert result.status == "completed" and result.planner_tier == "llm"
+
+
+async def test_the_answer_is_what_a_single_agent_searches_for(settings: Any) -> None:
+    """The notebook team (one agent with ``search_docs``): after "help" and the answer, the
+    search uses the answer's words, not the vague request's."""
+    team = Team.from_yaml(EXAMPLES / "notebook.yaml", settings=settings)
+    async with team.runner() as runner:
+        _ = [e async for e in runner.stream("help", run_id="n1")]
+        events = [
+            e
+            async for e in runner.resume_stream("n1", answer="What does PostgreSQL offer for JSON?")
+        ]
+    [search] = [e for e in by_type(events, "tool_called") if e.tool == "search_docs"]
+    assert "PostgreSQL" in search.args["query"] and "JSON" in search.args["query"]
+    result = by_type(events, "run_completed")[0]
+    assert "PostgreSQL" in result.output and "No documents matched" not in result.output

@@ -101,3 +101,17 @@ def _strip_plural(word: str) -> str:
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
+
+
+CLARIFIED = "\n\nClarification from the user: "
+
+
+def clarified(request: str, answer: str) -> str:
+    """The request with the user's answer to a clarifying question joined to it."""
+    return f"{request}{CLARIFIED}{answer}"
+
+
+def split_clarified(request: str) -> tuple[str, list[str]]:
+    """The original request and the answers to the questions asked about it, oldest first."""
+    original, *answers = request.split(CLARIFIED)
+    return original, [a.strip() for a in answers]

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from fastapi import FastAPI
 
 from teamgraph.config import Settings
@@ -67,6 +72,7 @@ async def make_user(client: httpx.AsyncClient, email: str) -> User:
     assert response.status_code == 201, response.text
     login = await client.post("/api/v1/auth/login", data={"username": email, "password": PASSWORD})
     assert login.status_code == 200, login.text
+    client.cookies.clear()  # tests authenticate explicitly (the log-in cookie has its own tests)
     return User(email, login.json()["access_token"])
 
 
@@ -85,3 +91,30 @@ async def alice(client: httpx.AsyncClient) -> User:
 @pytest.fixture
 async def bob(client: httpx.AsyncClient) -> User:
     return await make_user(client, "bob@example.com")
+
+
+SLOW_TEAM = """\
+name: slow
+description: A workflow whose model takes 0.2 s a call.
+pattern: workflow
+model: offline
+model_kwargs: {latency: 0.2}
+members: [researcher, writer]
+"""
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1 in a thread of its own; its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", loop="asyncio"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)

@@ -6,22 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from teamgraph.config import Settings
 from teamgraph.server.app import create_app
 
-from .conftest import PASSWORD, User, make_user
+from .conftest import PASSWORD, SLOW_TEAM, User, make_user, serving
 
 API = "/api/v1"
 
@@ -256,16 +250,6 @@ async def test_an_approval_pause_says_where_to_decide_and_the_approvals_page_res
     assert empty.json() == {"requests": [], "total": 0}
 
 
-SLOW_TEAM = """\
-name: slow
-description: A workflow whose model takes 0.2 s a call.
-pattern: workflow
-model: offline
-model_kwargs: {latency: 0.2}
-members: [researcher, writer]
-"""
-
-
 def test_the_chat_stream_sends_progress_while_the_run_goes_on(
     tmp_path: Path, api_settings: Settings
 ) -> None:
@@ -302,23 +286,6 @@ def test_the_chat_stream_sends_progress_while_the_run_goes_on(
                     statuses.append(runs.json()[0]["status"])
     assert contents[0].startswith("> Plan (") and statuses == ["running"]
     assert len(contents) > 3
-
-
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """``app`` served by uvicorn on 127.0.0.1 in a thread of its own; its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", loop="asyncio"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
 
 
 @pytest.mark.parametrize("mode", ["single", "multi"])

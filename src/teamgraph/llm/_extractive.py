@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from teamgraph.text import tokenize
+from teamgraph.text import split_clarified, tokenize
 
 OFFLINE_NOTICE = "_Offline model (rule-based, no LLM): extractive answer from {n} source(s)._"
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
@@ -27,11 +27,15 @@ def content_terms(text: str) -> set[str]:
 
 
 def search_query(task: str) -> str:
-    """A keyword query for a search tool: the task's first line without instruction words."""
-    first = task.split("\n\nUser's original request:")[0].strip().splitlines()[0]
-    words = re.findall(r"[\w.+#-]+", first)
+    """A keyword query for a search tool: the task's first line without instruction words —
+    and, when the user answered a clarifying question, the answer's words first (the
+    request alone was too vague to search with)."""
+    original, answers = split_clarified(task.split("\n\nUser's original request:")[0])
+    first = original.strip().splitlines()[0] if original.strip() else ""
+    lines = [a.splitlines()[0] for a in reversed(answers) if a] + [first]
+    words = [w for line in lines for w in re.findall(r"[\w.+#-]+", line)]
     kept = [w for w in words if w.lower() not in TASK_WORDS and content_terms(w)]
-    return " ".join(kept) or first
+    return " ".join(dict.fromkeys(kept)) or first
 
 
 @dataclass(frozen=True)

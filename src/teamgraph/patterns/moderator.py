@@ -20,6 +20,7 @@ from teamgraph.llm.call import Caller, StructuredOutputError, ask_structured
 from teamgraph.patterns._interrupts import ask_user
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
+from teamgraph.text import clarified
 
 MODERATOR = "moderator"  # the gate's node, model role and speaker
 
@@ -62,7 +63,7 @@ async def moderate(state: Any, runtime: Runtime[RunContext]) -> dict[str, Any]:
         return {}
     ctx.emit(AgentMessage, MODERATOR, agent=MODERATOR, content=question)
     answer = ask_user(question)
-    return {"request": f"{state['request']}\n\nClarification from the user: {answer}"}
+    return {"request": clarified(state["request"], answer)}
 
 
 def gate(

@@ -20,6 +20,7 @@ from teamgraph.server.routes import (
     chatbot,
     knowledge,
     runs,
+    seed_sessions,
     sessions,
     teams,
     unified,
@@ -55,7 +56,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     ops.install(app, settings)  # ops: rate limits, body limit, CORS, request ids, /health, /metrics
     routers = (auth.router, teams.router, runs.router, sessions.router, chatbot.router)
-    for router in (*routers, unified.router, approvals.router, knowledge.router):
+    for router in (
+        *routers,
+        unified.router,
+        seed_sessions.router,
+        approvals.router,
+        knowledge.router,
+    ):
         app.include_router(router)
     web.install(app)  # the web workspace at /
     return app

@@ -11,6 +11,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.server import repositories as repo
+from teamgraph.server.cookies import TOKEN_COOKIE, check_csrf
 from teamgraph.server.security import TokenClaims, decode_token
 from teamgraph.server.state import AppState
 from teamgraph.storage.models import SessionRow, UserRow
@@ -40,7 +41,13 @@ def _unauthorized(detail: str = "Invalid or expired token") -> HTTPException:
     )
 
 
-async def get_claims(state: State, token: Annotated[str | None, Depends(oauth2)]) -> TokenClaims:
+async def get_claims(
+    request: Request, state: State, token: Annotated[str | None, Depends(oauth2)]
+) -> TokenClaims:
+    """The bearer token's claims, or — for a same-origin browser client — the log-in
+    cookie's (CSRF-checked: :mod:`teamgraph.server.cookies`)."""
+    if not token and (token := request.cookies.get(TOKEN_COOKIE)):
+        check_csrf(request, state.settings.cors_origins)
     if not token:
         raise _unauthorized("Not authenticated")
     claims = decode_token(state.settings.jwt_secret, token)

@@ -87,12 +87,19 @@ class Telling:
         return ("\n" if self.progressed else "") + text
 
 
-async def seed_lines(events: AsyncIterator[Event], telling: Telling) -> AsyncIterator[str]:
-    """``{"content", "done"}`` JSON lines: the telling of ``events``, then ``done``."""
+async def told(events: AsyncIterator[Event], telling: Telling) -> AsyncIterator[str]:
+    """The telling of ``events`` as they come, in pieces of at most :data:`ANSWER_CHUNK`
+    characters, then what is left to say once they end."""
     async for event in events:
         text = telling.text(event)
         for start in range(0, len(text), ANSWER_CHUNK):
-            yield json.dumps({"content": text[start : start + ANSWER_CHUNK], "done": False})
+            yield text[start : start + ANSWER_CHUNK]
     if rest := telling.closing():
-        yield json.dumps({"content": rest, "done": False})
+        yield rest
+
+
+async def seed_lines(events: AsyncIterator[Event], telling: Telling) -> AsyncIterator[str]:
+    """``{"content", "done"}`` JSON lines: the telling of ``events``, then ``done``."""
+    async for piece in told(events, telling):
+        yield json.dumps({"content": piece, "done": False})
     yield json.dumps({"content": "", "done": True})

@@ -16,10 +16,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from teamgraph.errors import UsageError
+from teamgraph.server.cookies import TOKEN_COOKIE
 from teamgraph.server.security import decode_token
 
 _PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
@@ -152,11 +154,17 @@ class RateLimitMiddleware:
         return keys
 
     def _user(self, scope: Scope) -> str | None:
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                scheme, _, token = value.decode("latin-1").partition(" ")
-                if scheme.lower() != "bearer" or not token.strip():
-                    return None
-                claims = decode_token(self.jwt_secret, token.strip())
-                return claims.user_id if claims else None
-        return None
+        """The user of the bearer token, else of the log-in cookie."""
+        headers = dict(scope["headers"])
+        if b"authorization" in headers:
+            scheme, _, token = headers[b"authorization"].decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer":
+                return None
+        else:
+            token = cookie_parser(headers.get(b"cookie", b"").decode("latin-1")).get(
+                TOKEN_COOKIE, ""
+            )
+        if not token.strip():
+            return None
+        claims = decode_token(self.jwt_secret, token.strip())
+        return claims.user_id if claims else None

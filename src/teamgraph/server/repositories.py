@@ -4,12 +4,14 @@ user's rows."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from teamgraph.storage.models import MessageRow, SessionRow, UserRow, utcnow
+from teamgraph.storage.models import MessageRow, RunRow, SessionRow, UserRow, utcnow
 
 
 async def user_by_email(db: AsyncSession, email: str) -> UserRow | None:
@@ -50,6 +52,29 @@ async def list_sessions(db: AsyncSession, user_id: str) -> list[SessionRow]:
     return list((await db.scalars(query)).all())
 
 
+@dataclass(frozen=True)
+class SessionTotals:
+    messages: int = 0
+    cost_usd: float = 0.0
+
+
+async def session_totals(db: AsyncSession, session_ids: list[str]) -> dict[str, SessionTotals]:
+    """Messages and the runs' cost per session, in two grouped queries."""
+    counted = await db.execute(
+        select(MessageRow.session_id, func.count())
+        .where(MessageRow.session_id.in_(session_ids))
+        .group_by(MessageRow.session_id)
+    )
+    costs = await db.execute(
+        select(RunRow.session_id, func.sum(RunRow.cost_usd))
+        .where(RunRow.session_id.in_(session_ids))
+        .group_by(RunRow.session_id)
+    )
+    count = {sid: int(n) for sid, n in counted.all()}
+    cost = {sid: float(c or 0.0) for sid, c in costs.all()}
+    return {sid: SessionTotals(count.get(sid, 0), cost.get(sid, 0.0)) for sid in session_ids}
+
+
 async def rename_session(db: AsyncSession, row: SessionRow, name: str) -> SessionRow:
     row.name, row.updated_at = name, utcnow()
     await db.commit()
@@ -74,6 +99,46 @@ async def add_message(
 async def messages(db: AsyncSession, session_id: str) -> list[MessageRow]:
     query = select(MessageRow).where(MessageRow.session_id == session_id).order_by(MessageRow.id)
     return list((await db.scalars(query)).all())
+
+
+async def messages_page(
+    db: AsyncSession,
+    session_id: str,
+    limit: int,
+    offset: int = 0,
+    before: datetime | None = None,
+    after: datetime | None = None,
+) -> tuple[list[MessageRow], int]:
+    """A page of the session's messages, oldest first, and how many match in all."""
+    where = [MessageRow.session_id == session_id]
+    if before is not None:
+        where.append(MessageRow.created_at < before)
+    if after is not None:
+        where.append(MessageRow.created_at > after)
+    total = await db.scalar(select(func.count()).select_from(MessageRow).where(*where))
+    page = select(MessageRow).where(*where).order_by(MessageRow.id).offset(offset).limit(limit)
+    return list((await db.scalars(page)).all()), int(total or 0)
+
+
+async def billed_messages(
+    db: AsyncSession, session_id: str, run_ids: set[str]
+) -> dict[int, RunRow]:
+    """For each of the session's runs among ``run_ids``: its last assistant message's id →
+    the run (the message that carries the run's tokens and cost)."""
+    if not run_ids:
+        return {}
+    last = await db.execute(
+        select(MessageRow.run_id, func.max(MessageRow.id))
+        .where(
+            MessageRow.session_id == session_id,
+            MessageRow.role == "assistant",
+            MessageRow.run_id.in_(run_ids),
+        )
+        .group_by(MessageRow.run_id)
+    )
+    query = select(RunRow).where(RunRow.session_id == session_id, RunRow.id.in_(run_ids))
+    runs = {r.id: r for r in (await db.scalars(query)).all()}
+    return {int(mid): runs[rid] for rid, mid in last.all() if rid in runs}
 
 
 async def clear_messages(db: AsyncSession, session_id: str) -> int:

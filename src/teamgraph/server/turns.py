@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 
 from teamgraph.events import Event
 from teamgraph.result import RunResult
+from teamgraph.server import repositories as repo
 from teamgraph.server.state import AppState
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
@@ -120,29 +121,18 @@ async def chat_turn(
     return await _followed(state, opened.run_id, opened.team, opened.after_seq)
 
 
-async def run_turn(
-    state: AppState,
-    user_id: str,
-    session: SessionRow,
-    team: str,
-    text: str,
-    template: str | None = None,
-) -> Turn:
-    run_id = await state.runs.start(user_id, session, team, text, template)
-    return await _followed(state, run_id, team)
-
-
-async def resume_turn(state: AppState, run_id: str, team: str, answer: str) -> Turn:
-    row = await state.backend.runs.get(run_id)
-    await state.runs.resume(run_id, answer=answer)
-    return await _followed(state, run_id, team, row.last_seq)
-
-
 async def _followed(state: AppState, run_id: str, team: str, after_seq: int = 0) -> Turn:
     """The turn of a run started or resumed just now: its events after ``after_seq`` to the
     end of this execution, and its stored result."""
     events = [e async for e in state.runs.events(run_id, after_seq)]
     return Turn(run_id, await state.runs.runner(team).result(run_id), events)
+
+
+async def remember_pause(state: AppState, session_id: str, text: str, run_id: str) -> None:
+    """A question or notice a run paused with is the assistant's message in the history too
+    (a finished run's answer is stored by the run manager)."""
+    async with state.sessions() as db:
+        await repo.add_message(db, session_id, "assistant", text, run_id)
 
 
 def workflow_team(state: AppState, session: SessionRow) -> str:
@@ -164,8 +154,8 @@ def single_team(state: AppState, base: str, agent: str | None = None) -> str:
     spec = state.teams[base].spec
     members = [m for m in spec.members if isinstance(m, AgentSpec)]
     chosen = next((m for m in members if m.name == agent), members[0] if members else None)
-    if chosen is None:
-        return base
+    if chosen is None or (spec.pattern == "single" and len(spec.members) == 1):
+        return base  # already one agent: keep the team as it is (questions, approvals)
     single = spec.model_copy(update={"pattern": "single", "members": [chosen], "clarify": False})
     return derived_team(state, base, f"single-{chosen.name}", single)
 

@@ -81,6 +81,7 @@ class SessionRow(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     team: Mapped[str] = mapped_column(String(200))
     template: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    primary_agent: Mapped[str | None] = mapped_column(String(200), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

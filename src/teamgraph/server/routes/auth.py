@@ -5,12 +5,13 @@ from __future__ import annotations
 import hmac
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, HTTPException, Request, status
+from fastapi import APIRouter, Depends, Form, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import OAuth2PasswordRequestForm
 from pydantic import ValidationError
 
 from teamgraph.server import repositories as repo
+from teamgraph.server.cookies import clear_login_cookies, set_login_cookies
 from teamgraph.server.deps import CurrentUser, Db, OwnedSession, State
 from teamgraph.server.schemas import (
     Credentials,
@@ -59,9 +60,14 @@ async def register(body: Credentials, state: State, db: Db) -> UserOut:
 
 @router.post("/login", response_model=Token)
 async def login(
-    form: Annotated[OAuth2PasswordRequestForm, Depends()], state: State, db: Db
+    form: Annotated[OAuth2PasswordRequestForm, Depends()],
+    request: Request,
+    response: Response,
+    state: State,
+    db: Db,
 ) -> Token:
-    """OAuth2 password form (``username`` = email) → a bearer token."""
+    """OAuth2 password form (``username`` = email) → a bearer token, also set as an HttpOnly
+    cookie for same-origin browser clients (with a CSRF cookie: see docs/api.md)."""
     user = await repo.user_by_email(db, form.username.lower())
     if user is None or not verify_password(form.password, user.password_hash):
         raise HTTPException(
@@ -69,7 +75,15 @@ async def login(
             detail="Incorrect email or password",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return _token(state, user.id)
+    token = _token(state, user.id)
+    set_login_cookies(response, request, token.access_token, token.expires_at)
+    return token
+
+
+@router.post("/logout", status_code=status.HTTP_204_NO_CONTENT)
+async def logout(response: Response) -> None:
+    """Forget the log-in cookies (a bearer token stays valid until it expires)."""
+    clear_login_cookies(response)
 
 
 @router.post("/reset-password")

@@ -17,7 +17,14 @@ from teamgraph.server.deps import CurrentSession, Db, State
 from teamgraph.server.progress import Telling, seed_lines
 from teamgraph.server.schemas import ChatMessage, ChatRequest, ChatResponse
 from teamgraph.server.state import AppState
-from teamgraph.server.turns import Turn, chat_turn, open_turn, single_team, workflow_team
+from teamgraph.server.turns import (
+    Turn,
+    chat_turn,
+    open_turn,
+    remember_pause,
+    single_team,
+    workflow_team,
+)
 from teamgraph.storage.models import SessionRow
 
 router = APIRouter(prefix="/api/v1/chatbot", tags=["seed-compatible chat"])
@@ -41,15 +48,8 @@ async def _turn(
     await db.close()  # give the request's connection back: a whole run needs the pool
     turn = await chat_turn(state, session.user_id, session, team, _last_user(body), template)
     if turn.paused:
-        await _remember_pause(state, session, turn.answer, turn.run_id)
+        await remember_pause(state, session.id, turn.answer, turn.run_id)
     return turn
-
-
-async def _remember_pause(state: AppState, session: SessionRow, text: str, run_id: str) -> None:
-    """A question or notice a run paused with is the assistant's message in the history too
-    (a finished run's answer is stored by the run manager)."""
-    async with state.sessions() as db:
-        await repo.add_message(db, session.id, "assistant", text, run_id)
 
 
 def _reply(body: ChatRequest, turn: Turn) -> ChatResponse:
@@ -82,7 +82,7 @@ async def _stream(
             async for line in seed_lines(events, telling):
                 yield line
         if telling.pause:
-            await _remember_pause(state, session, telling.pause, opened.run_id)
+            await remember_pause(state, session.id, telling.pause, opened.run_id)
 
     return EventSourceResponse(generate())
 

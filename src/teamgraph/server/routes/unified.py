@@ -11,17 +11,20 @@ from fastapi import APIRouter, HTTPException, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field, model_validator
 
+from teamgraph.events import Event
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
-from teamgraph.server.progress import ANSWER_CHUNK
+from teamgraph.server.orchestrator import orchestrator_result
+from teamgraph.server.progress import Telling, told
 from teamgraph.server.schemas import ChatMessage, SafeText
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import (
+    Opened,
     Turn,
     filtered_team,
+    open_turn,
     paused_run,
-    resume_turn,
-    run_turn,
+    remember_pause,
     single_team,
     store_turn,
 )
@@ -44,12 +47,15 @@ class ChatData(BaseModel):
     mode: Literal["auto", "single", "multi"] = "auto"
     confirmedIntent: SafeText | None = Field(default=None, max_length=3000)
     agentPreferences: AgentPreferences = Field(default_factory=AgentPreferences)
+    agentId: SafeText | None = Field(default=None, max_length=200)
 
 
 class UnifiedChat(BaseModel):
     """Both request shapes of the seed's history: ``{messages, data: {sessionId, mode, …}}``,
     and ``{messages, sessionId, userId, agentId}`` as its ``ChatArea`` sends them (``userId``
-    is never trusted: the token says who asks; ``agentId`` picks the agent of a single chat)."""
+    is never trusted: the token says who asks; an ``agentId`` that names a member of the
+    session's team makes a single chat with it — the client sends its default agent's id
+    when the session has none, and then the whole team answers)."""
 
     messages: list[ChatMessage] = Field(min_length=1)
     data: ChatData
@@ -59,12 +65,7 @@ class UnifiedChat(BaseModel):
     def _top_level_shape(cls, raw: Any) -> Any:
         if not isinstance(raw, dict) or "data" in raw or "sessionId" not in raw:
             return raw
-        agent = raw.get("agentId")
-        data = {
-            "sessionId": raw["sessionId"],
-            "mode": "single" if agent else "auto",
-            "agentPreferences": {"primaryAgent": agent},
-        }
+        data = {"sessionId": raw["sessionId"], "agentId": raw.get("agentId")}
         return {"messages": raw.get("messages"), "data": data}
 
 
@@ -72,93 +73,90 @@ class UnifiedChat(BaseModel):
 async def unified_chat(
     body: UnifiedChat, user: CurrentUser, state: State, db: Db
 ) -> StreamingResponse:
+    """One turn as the AI SDK data stream, sent as it happens. The run starts (or resumes)
+    before the response does, so a conflict is an HTTP error, not a broken stream."""
     session = await repo.owned_session(db, user.id, body.data.sessionId)
     if session is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Session not found")
     await db.close()  # give the connection back: a whole run needs the pool
-    base = state.teams[session.team]
-    multi = body.data.mode == "multi" or (body.data.mode == "auto" and len(base.spec.members) > 1)
-    if not multi:
-        team = single_team(state, session.team, body.data.agentPreferences.primaryAgent)
-        turn = await _turn(state, session, team, body)
-        agent = state.teams[team].spec.members[0].name
-        return StreamingResponse(
-            _data_stream(turn),
-            media_type="text/plain",
-            headers={"X-Chat-Mode": "single", "X-Agent-Id": agent, **DATA_STREAM},
-        )
+    members = [m.name for m in state.teams[session.team].spec.members]
     prefs = body.data.agentPreferences
-    team = filtered_team(state, session.team, prefs.includeAgents, prefs.excludeAgents)
-    turn = await _turn(state, session, team, body)
-    result = _orchestrator(turn)
-    result["turnIndex"] = await store_turn(state, session.id, turn.run_id, result)
-    count = str(len(state.teams[team].spec.members))
+    mode = body.data.mode
+    if body.data.agentId in members:
+        mode, prefs.primaryAgent = "single", body.data.agentId
+    multi = mode == "multi" or (mode == "auto" and len(members) > 1)
+    if multi:
+        team = filtered_team(state, session.team, prefs.includeAgents, prefs.excludeAgents)
+        count = str(len(state.teams[team].spec.members))
+        headers = {"X-Chat-Mode": "multi", "X-Agent-Count": count}
+    else:
+        team = single_team(state, session.team, prefs.primaryAgent)
+        headers = {"X-Chat-Mode": "single", "X-Agent-Id": state.teams[team].spec.members[0].name}
+    opened = await _open(state, session, team, body)
     return StreamingResponse(
-        _data_stream(turn, result),
+        _data_stream(state, session, opened, multi),
         media_type="text/plain",
-        headers={"X-Chat-Mode": "multi", "X-Agent-Count": count, **DATA_STREAM},
+        headers={**headers, **DATA_STREAM},
     )
 
 
-async def _turn(state: AppState, session: SessionRow, team: str, body: UnifiedChat) -> Turn:
+async def _open(state: AppState, session: SessionRow, team: str, body: UnifiedChat) -> Opened:
+    """The user's message (or the intent they confirmed) as a new run, or as the answer to
+    the question the session's run waits on."""
     text = next(
         (m.content for m in reversed(body.messages) if m.role == "user"), body.messages[-1].content
     )
     confirmed = body.data.confirmedIntent
-    paused = await paused_run(state, session.id) if confirmed else None
-    if paused is not None and confirmed:
-        return await resume_turn(state, paused.id, paused.team_name, confirmed)
     if confirmed:
-        text = f"{text}\n\nConfirmed intent: {confirmed}"
-    return await run_turn(state, session.user_id, session, team, text)
-
-
-def _orchestrator(turn: Turn) -> dict[str, Any]:
-    result = turn.result
-    steps = result.steps
-    return {
-        "type": "orchestrator",
-        "success": result.status in FINISHED,
-        "turnIndex": 0,
-        "shouldClarify": bool(turn.question),
-        "clarificationQuestion": turn.question or None,
-        "summary": result.output,
-        "events": [
-            {"type": e.type, "seq": e.seq, "path": e.path} for e in turn.events if e.type != "token"
-        ],
-        "tasks": [
-            {"id": s.id, "assignedTo": s.worker, "description": s.task, "status": s.status}
-            for s in steps
-        ],
-        "results": [
-            {
-                "taskId": s.id,
-                "agentId": s.worker,
-                "status": s.status,
-                "content": s.output or s.error,
-            }
-            for s in steps
-        ],
-        "costUSD": result.usage.cost_usd,
-    }
+        paused = await paused_run(state, session.id)
+        text = confirmed if paused is not None else f"{text}\n\nConfirmed intent: {confirmed}"
+    return await open_turn(state, session.user_id, session, team, text)
 
 
 DATA_STREAM = {"X-Vercel-AI-Data-Stream": "v1"}  # the AI SDK's data stream protocol
 
 
-async def _data_stream(turn: Turn, result: dict[str, Any] | None = None) -> AsyncIterator[str]:
-    """The AI SDK data stream: ``f:`` (the message starts), ``0:`` text parts, the ``2:``
-    orchestrator part (multi), then ``e:`` and ``d:`` with the finish reason and the run's
-    token usage."""
-    yield f"f:{json.dumps({'messageId': turn.run_id})}\n"
-    text = turn.answer
-    for start in range(0, len(text), ANSWER_CHUNK):
-        yield f"0:{json.dumps(text[start : start + ANSWER_CHUNK], ensure_ascii=False)}\n"
-    if result is not None:
-        yield f"2:{json.dumps([result], ensure_ascii=False)}\n"
-    usage = turn.result.usage
-    tokens = {"promptTokens": usage.input_tokens, "completionTokens": usage.output_tokens}
-    ended = turn.paused or turn.result.status in FINISHED
+async def _data_stream(
+    state: AppState, session: SessionRow, opened: Opened, multi: bool
+) -> AsyncIterator[str]:
+    """The AI SDK data stream: ``f:`` (the message starts), ``0:`` text parts as the run
+    goes (progress lines, then the answer as it is written), the ``2:`` orchestrator part
+    (multi), then ``e:`` and ``d:`` with the finish reason and the run's token usage."""
+    yield f"f:{json.dumps({'messageId': opened.run_id})}\n"
+    telling = Telling(state.teams[opened.team].spec.pattern)
+    seen: list[Event] = []
+    if opened.notice:
+        telling.pause = opened.notice
+        yield _text(opened.notice)
+    else:
+        events = _kept(state.runs.events(opened.run_id, opened.after_seq), seen)
+        async for piece in told(events, telling):
+            yield _text(piece)
+    if telling.pause:
+        await remember_pause(state, session.id, telling.pause, opened.run_id)
+    result = await state.runs.runner(opened.team).result(opened.run_id)
+    turn = Turn(opened.run_id, result, seen, opened.notice)
+    if multi:
+        data = orchestrator_result(turn)
+        data["turnIndex"] = await store_turn(state, session.id, turn.run_id, data)
+        yield f"2:{json.dumps([data], ensure_ascii=False)}\n"
+    tokens = {
+        "promptTokens": result.usage.input_tokens,
+        "completionTokens": result.usage.output_tokens,
+    }
+    ended = turn.paused or result.status in FINISHED
     finish = {"finishReason": "stop" if ended else "error", "usage": tokens}
     yield f"e:{json.dumps({**finish, 'isContinued': False})}\n"
     yield f"d:{json.dumps(finish)}\n"
+
+
+def _text(piece: str) -> str:
+    return f"0:{json.dumps(piece, ensure_ascii=False)}\n"
+
+
+async def _kept(events: AsyncIterator[Event], seen: list[Event]) -> AsyncIterator[Event]:
+    """``events`` passed on, those other than tokens kept in ``seen``."""
+    async for event in events:
+        if event.type != "token":
+            seen.append(event)
+        yield event

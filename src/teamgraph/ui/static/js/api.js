@@ -57,6 +57,10 @@ export class Api {
     return this.request("POST", `${API}/auth/login`, new URLSearchParams({ username: email, password }));
   }
 
+  logout() {
+    return this.request("POST", `${API}/auth/logout`); // forgets the log-in cookie
+  }
+
   sessions() {
     return this.request("GET", `${API}/auth/sessions`);
   }

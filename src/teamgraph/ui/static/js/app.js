@@ -141,6 +141,7 @@ async function submitAuth(event) {
 
 function logout(message = "") {
   closeStream();
+  app.api.logout().catch(() => {}); // the cookie goes too; nothing to tell if it fails
   store.removeItem("teamgraph.token");
   store.removeItem("teamgraph.session");
   app.api.token = null;
