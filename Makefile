@@ -49,6 +49,7 @@ bench: setup
 	$(VENV)/bin/python benchmarks/server.py
 	$(VENV)/bin/python benchmarks/crash.py
 	$(VENV)/bin/python benchmarks/providers.py
+	$(VENV)/bin/python benchmarks/cli_startup.py
 
 clean:
 	rm -rf .tools $(VENV) teamgraph.db

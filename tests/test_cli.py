@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 from typer.testing import CliRunner, Result
 
+import teamgraph as teamgraph_package
 from teamgraph.cli import app
+from teamgraph.config import Settings
 from teamgraph.events import (
     BaseEvent,
     PlanCreated,
@@ -156,17 +162,22 @@ def test_run_with_a_template_plans_from_it(tmp_path: Path, db: str) -> None:
     assert final.status == "completed"
 
 
-def test_run_with_an_unknown_template_falls_through_to_planning(tmp_path: Path, db: str) -> None:
-    team = write_team(tmp_path, ALL_WORKERS_TEAM)
-
-    result, events = run_jsonl(db, "--team", team, "--template", "nope", request=CODE_REQUEST)
-
-    assert result.exit_code == 0, explain(result)
-    (plan,) = of_type(events, PlanCreated)
-    assert plan.tier != "template"
-    assert plan.steps
-    assert isinstance(events[-1], RunCompleted)
-    assert events[-1].status == "completed"
+@pytest.mark.parametrize(
+    ("team", "template", "says"),
+    [
+        (RESEARCH_TEAM, "nope", "--template nope: no such template; templates: code_review"),
+        (RESEARCH_TEAM, "code_review", "'code_review' needs coder, which the team does not have"),
+        (REPO / "examples" / "teams" / "single.yaml", "research_report", "is not a workflow team"),
+    ],
+)
+def test_a_template_that_cannot_apply_fails_before_the_run(
+    db: str, team: Path, template: str, says: str
+) -> None:
+    result = invoke("run", "--team", team, "--template", template, "--db", db, CODE_REQUEST)
+    assert result.exit_code == 2, explain(result)
+    assert says in flat(result.output) and "Traceback" not in result.output
+    assert "running" not in result.output  # no table: nothing ran
+    assert "Review this" not in invoke("runs", "--db", db).output
 
 
 def test_exit_code_3_when_some_steps_fail(tmp_path: Path, db: str) -> None:
@@ -252,10 +263,9 @@ def test_runs_lists_a_finished_run_with_its_status(db: str) -> None:
     result = invoke("runs", "--db", db)
 
     assert result.exit_code == 0, explain(result)
-    line = next((ln for ln in result.stdout.splitlines() if run_id in ln), None)
+    line = next((ln for ln in result.stdout.splitlines() if run_id[:12] in ln), None)
     assert line is not None, result.stdout
-    assert "completed" in line
-    assert "llm" in line
+    assert "completed" in line and "research" in line and "3905" in line
 
 
 def test_runs_on_an_empty_database_lists_nothing(db: str) -> None:
@@ -395,5 +405,133 @@ def test_runs_survives_a_request_with_brackets(tmp_path: Path, db: str) -> None:
     listed = invoke("runs", "--db", db)
 
     assert listed.exit_code == 0, explain(listed)
-    assert events[0].run_id in listed.stdout
+    assert events[0].run_id[:12] in listed.stdout
     assert "Fix the [/b] tag" in listed.stdout
+
+
+# --- a newcomer's rough edges ---------------------------------------------------------------------
+def teamgraph(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The installed command in a folder of its own (not the repository's root)."""
+    return subprocess.run(
+        [sys.executable, "-m", "teamgraph", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "100", **(env or {})},
+    )
+
+
+def test_the_example_teams_ship_with_the_package_and_run_by_name(tmp_path: Path) -> None:
+    teams = Path(Settings().teams_dirs[0])
+    assert teams.is_dir() and (teams / "research.yaml").is_file()
+    assert teams.is_relative_to(Path(teamgraph_package.__file__).parent)
+    done = teamgraph(tmp_path, "run", "--events", "jsonl", "-t", "notebook", "--no-input", REQUEST)
+    assert done.returncode == 0, done.stderr
+    events = [event_from_json(line) for line in done.stdout.splitlines()]
+    assert isinstance(events[0], RunStarted) and events[0].team == "notebook"
+    assert "postgresql.md" in events[-1].output  # its knowledge came along
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["run", "-t", "{tmp}", "hi"], 2, "a folder; name a team's YAML file"),
+        (["run", "-t", "nosuchteam", "hi"], 2, "no such file, and no team 'nosuchteam'"),
+        (["runs", "--db", "mysql://x"], 2, "database URL 'mysql://x' is not supported"),
+        (["run", "--db", "sqlite:///{tmp}/x.db", "  "], 2, "the request is empty"),
+        (
+            ["runs", "--db", "postgresql://bob:s3cret@127.0.0.1:9/x"],
+            1,
+            "cannot use the database at postgresql://bob:***@127.0.0.1:9/x",
+        ),
+        (
+            ["run", "--db", "postgresql://bob:s3cret@127.0.0.1:9/x", "Compare A and B"],
+            1,
+            "is it running and reachable?",
+        ),
+    ],
+)
+def test_a_failure_is_one_line_and_an_exit_code(
+    tmp_path: Path, args: list[str], code: int, says: str
+) -> None:
+    done = teamgraph(tmp_path, *(a.format(tmp=tmp_path) for a in args))
+    assert done.returncode == code, done.stderr
+    assert done.stderr.startswith("error: ") and says in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "s3cret" not in done.stderr
+    assert done.stdout == ""  # no empty table before the error
+    debug = teamgraph(tmp_path, "--debug", *(a.format(tmp=tmp_path) for a in args))
+    assert debug.returncode == code
+    assert "Traceback" in debug.stderr or code == 2  # usage errors need no traceback
+
+
+def test_resume_takes_the_short_id_the_run_shows(db: str) -> None:
+    asked = invoke("run", "-t", "notebook", "--events", "jsonl", "--no-input", "--db", db, "help")
+    assert asked.exit_code == 4, explain(asked)
+    run_id = jsonl_events(asked)[0].run_id
+    answered = invoke(
+        "resume", run_id[:12], "--answer", "PostgreSQL JSON", "--events", "jsonl", "--db", db
+    )
+    assert answered.exit_code == 0, explain(answered)
+    assert jsonl_events(answered)[-1].run_id == run_id
+
+
+def test_runs_fits_80_columns_with_ids_resume_accepts(db: str) -> None:
+    long = "Compare PostgreSQL and MongoDB on performance, security, cost and operations " * 2
+    _, events = run_jsonl(db, "--team", RESEARCH_TEAM, request=long)
+    listed = cli.invoke(app, ["runs", "--db", db], env={"COLUMNS": "80"})
+    lines = listed.output.splitlines()
+    assert all(len(line) <= 80 for line in lines), listed.output
+    [row] = [line for line in lines if events[0].run_id[:12] in line]
+    assert "completed" in row and "Compare" in row  # one line per run, input cut not wrapped
+
+
+def test_piped_output_keeps_the_table_and_the_report_apart(db: str) -> None:
+    result = invoke("run", "--team", RESEARCH_TEAM, "--db", db, REQUEST)
+    caption = [line for line in result.stdout.splitlines() if "tokens · $" in line]
+    assert caption and all("#" not in line for line in caption), result.stdout
+    assert "\n# Workflow Results" in result.stdout
+
+
+def test_the_approval_prompt_takes_words_and_ctrl_d_says_how_to_resume(db: str) -> None:
+    save = "Save a note: Redis keeps data in memory"
+    approved = cli.invoke(
+        app, ["run", "-t", "notebook", "--db", db, save], input="approve\n", env={"COLUMNS": "200"}
+    )
+    assert approved.exit_code == 0, explain(approved)
+    assert "completed" in approved.output
+    closed = cli.invoke(app, ["run", "-t", "notebook", "--db", db, save], input="")
+    assert closed.exit_code == 4, explain(closed)
+    assert "input ended before an answer; continue it with: teamgraph resume " in flat(
+        closed.output
+    )
+
+
+def test_ctrl_c_cancels_and_says_the_resume_command(tmp_path: Path) -> None:
+    team = write_team(
+        tmp_path,
+        "name: slow\npattern: workflow\nmodel: offline\nmodel_kwargs: {latency: 0.3}\n"
+        "members: [researcher, writer]\n",
+    )
+    db = f"sqlite:///{tmp_path}/c.db"
+    args = [sys.executable, "-m", "teamgraph", "run", "-t", str(team), "--events", "jsonl"]
+    with subprocess.Popen(
+        [*args, "--db", db, REQUEST],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        while '"step_started"' not in first:
+            first = process.stdout.readline()
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    short = event_from_json(first).run_id[:12]
+    assert f"run {short} cancelled (Ctrl-C); continue it with: teamgraph resume {short}" in err
+    resumed = teamgraph(tmp_path, "resume", short, "--events", "jsonl", "--db", db)
+    assert resumed.returncode == 0, resumed.stderr

@@ -292,7 +292,7 @@ def test_runs_shows_the_resumed_run_completed(crash: Crash) -> None:
     result = CliRunner().invoke(app, ["runs", "--db", crash.db], env={"COLUMNS": "400"})
 
     assert result.exit_code == 0, result.output
-    line = next((ln for ln in result.stdout.splitlines() if crash.run_id in ln), None)
+    line = next((ln for ln in result.stdout.splitlines() if crash.run_id[:12] in ln), None)
     assert line is not None, result.stdout
     assert "completed" in line
     assert "completed_with_errors" not in line

@@ -13,7 +13,7 @@ from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 
 from teamgraph import Settings
-from teamgraph.errors import RunNotFound
+from teamgraph.errors import RunNotFound, UsageError
 from teamgraph.events import AgentMessage
 from teamgraph.runtime.backend import Backend, open_backend
 from teamgraph.storage.models import MessageRow, SessionRow, UserRow, utcnow
@@ -68,6 +68,18 @@ async def test_rows_are_created_updated_and_read(backend: Backend) -> None:
         await runs.update("missing", status="failed")
     with pytest.raises(RunNotFound):
         await runs.get("missing")
+
+
+async def test_a_short_id_names_its_run_and_an_ambiguous_one_says_so(backend: Backend) -> None:
+    for run_id in ("ab12cd34", "ab12ff00", "99x"):
+        await backend.runs.create(row(run_id))
+    assert await backend.runs.resolve("ab12c") == "ab12cd34"
+    assert await backend.runs.resolve("99x") == "99x"  # a whole id is its own prefix
+    with pytest.raises(UsageError, match=r"'ab12' is ambiguous \(ab12cd34, ab12ff00\)"):
+        await backend.runs.resolve("ab12")
+    for unknown in ("zz", "", "ab%", "a_12"):  # LIKE's wildcards are not prefixes
+        with pytest.raises(RunNotFound):
+            await backend.runs.resolve(unknown)
 
 
 async def _session(backend: Backend, user: str, session: str) -> None:

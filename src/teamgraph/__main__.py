@@ -1,3 +1,3 @@
-from teamgraph.cli import app
+from teamgraph.cli import main
 
-app()
+main()

@@ -2,38 +2,34 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import AsyncIterator, Callable
+import traceback
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
-from teamgraph.cli_pauses import ask, how_to_resume, resume_options
-from teamgraph.config import Settings
+from teamgraph.cli_errors import Failure, debugging, explain
 from teamgraph.errors import TeamgraphError, UsageError
-from teamgraph.events import Event, RunStatus
-from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
-from teamgraph.runtime.backend import open_backend
-from teamgraph.runtime.runner import Runner
-from teamgraph.runtime.team import Team
-from teamgraph.runtime.view import RunView
-from teamgraph.specs.loader import team_from_dict
+
+if TYPE_CHECKING:  # the heavy modules load inside the commands: `--help` stays fast
+    from rich.console import Console
+    from rich.table import Table
+
+    from teamgraph.config import Settings
+    from teamgraph.events import Event, RunStatus
+    from teamgraph.runtime.runner import Runner
+    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.view import RunView
 
 app = typer.Typer(
     help="Run durable, streamed, cost-tracked teams of AI agents.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,  # main() turns every failure into one line
+    rich_markup_mode=None,  # plain help: rich's help panels cost 0.13 s of imports per call
 )
-console = Console()
-err = Console(stderr=True)
 EXIT: dict[RunStatus, int] = {  # every status a run can end an execution with
     "completed": 0,
     "completed_with_errors": 3,
@@ -51,27 +47,119 @@ STATE_STYLE = {
     "skipped": "magenta",
 }
 
+T = TypeVar("T")
+SHORT_ID = 12  # how runs are shown; any unambiguous prefix of an id names its run
+
 DbOption = Annotated[
     str | None,
     typer.Option("--db", help="Database URL (default: DATABASE_URL or sqlite:///./teamgraph.db)."),
 ]
+_used: dict[str, str] = {}  # the database URL the command uses, for the error line
+
+
+class _Consoles:
+    """stdout and stderr consoles, made when output is due (rich loads only then; a console
+    sizes itself to the terminal — or ``COLUMNS`` — as it is now)."""
+
+    @property
+    def out(self) -> Console:
+        from rich.console import Console
+
+        return Console()
+
+    @property
+    def err(self) -> Console:
+        from rich.console import Console
+
+        return Console(stderr=True)
+
+
+consoles = _Consoles()
+
+
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the traceback of a failure.")
+    ] = False,
+) -> None:
+    if debug:
+        import os
+
+        os.environ["TEAMGRAPH_DEBUG"] = "1"
+
+
+def main() -> None:
+    """The ``teamgraph`` command: every failure is one line on stderr and an exit code."""
+    try:
+        app()
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:
+        if debugging():
+            traceback.print_exc()
+        failure = explain(exc, _used.get("db", ""))
+        _say_failure(failure)
+        raise SystemExit(failure.code) from None
+
+
+def _say_failure(failure: Failure) -> None:
+    from rich.markup import escape
+
+    consoles.err.print(f"[red]error:[/red] {escape(failure.line)}", soft_wrap=True)
+
+
+def _run_async(work: Coroutine[Any, Any, T]) -> T:
+    import asyncio  # here: `--help` does not need the event loop's 40 ms of imports
+
+    return asyncio.run(work)
 
 
 def _settings(db: str | None) -> Settings:
-    return Settings(database_url=db) if db else Settings()
+    from teamgraph.config import Settings
+
+    settings = Settings(database_url=db) if db else Settings()
+    _used["db"] = settings.database_url
+    return settings
 
 
 def _fail(exc: BaseException) -> typer.Exit:
-    err.print(f"[red]error:[/red] {escape(str(exc))}")
-    return typer.Exit(2)
+    failure = explain(exc, _used.get("db", ""))
+    _say_failure(failure)
+    return typer.Exit(failure.code)
+
+
+def _team(value: str, settings: Settings) -> Team:
+    """``--team``: a YAML file, or the name of a team in the teams folders (the example teams
+    shipped with the package by default)."""
+    from teamgraph.runtime.team import Team
+
+    path = Path(value)
+    if path.suffix not in (".yaml", ".yml") and not path.exists():
+        found = [
+            Path(d) / f"{value}{ext}" for d in settings.teams_dirs for ext in (".yaml", ".yml")
+        ]
+        named = next((f for f in found if f.is_file()), None)
+        if named is None:
+            raise UsageError(
+                f"--team {value}: no such file, and no team {value!r} in "
+                f"{', '.join(settings.teams_dirs)}"
+            )
+        path = named
+    if path.is_dir():
+        raise UsageError(f"--team {value}: a folder; name a team's YAML file")
+    return Team.from_yaml(path, settings=settings)
 
 
 @app.command()
 def run(
     request: Annotated[str, typer.Argument(help="What the team should do.")],
-    team: Annotated[Path, typer.Option("--team", "-t", help="Team YAML file.")] = Path(
-        "examples/teams/research.yaml"
-    ),
+    team: Annotated[
+        str,
+        typer.Option(
+            "--team", "-t", help="Team YAML file, or the name of a team (research, notebook, …)."
+        ),
+    ] = "research",
     template: Annotated[str | None, typer.Option(help="Workflow template to plan with.")] = None,
     thread: Annotated[str | None, typer.Option(help="Thread id (continue a conversation).")] = None,
     events: Annotated[
@@ -103,7 +191,11 @@ def run(
             raise UsageError("--record and --replay: choose one")
         if replay is not None and not replay.is_file():
             raise UsageError(f"--replay {replay}: no such recording")
-        spec_team = Team.from_yaml(team, settings=settings)
+        if not request.strip():
+            raise UsageError("the request is empty: say what the team should do")
+        spec_team = _team(team, settings)
+        if template is not None:
+            _check_template(spec_team, template)
     except TeamgraphError as exc:
         raise _fail(exc) from None
 
@@ -129,12 +221,17 @@ def resume(
     edit: Annotated[str | None, typer.Option(help="Run the call with these JSON args.")] = None,
     no_input: Annotated[bool, typer.Option("--no-input", help="Never prompt.")] = False,
 ) -> None:
-    """Finish an interrupted or paused run without redoing what it had completed."""
+    """Finish an interrupted or paused run without redoing what it had completed (RUN_ID: the
+    id or any unambiguous prefix of it, such as the 12 characters `runs` shows)."""
+    from teamgraph.cli_pauses import resume_options
+    from teamgraph.runtime.team import Team
+    from teamgraph.specs.loader import team_from_dict
+
     options = resume_options(answer, approve, reject, comment, edit)
     settings = _settings(db)
     try:
-        row = asyncio.run(_get_run(settings, run_id))
-        team = Team(team_from_dict(row["team_spec"], source=f"run {run_id}"), settings=settings)
+        run_id, spec = _run_async(_get_run(settings, run_id))
+        team = Team(team_from_dict(spec, source=f"run {run_id}"), settings=settings)
     except TeamgraphError as exc:
         raise _fail(exc) from None
 
@@ -155,7 +252,7 @@ def diff(
     the cost (a unified diff; nothing, and exit code 0, when they agree)."""
     settings = _settings(db)
     try:
-        text = asyncio.run(_diff(settings, first, second))
+        text = _run_async(_diff(settings, first, second))
     except TeamgraphError as exc:
         raise _fail(exc) from None
     if text:
@@ -164,21 +261,42 @@ def diff(
 
 
 async def _diff(settings: Settings, first: str, second: str) -> str:
+    from teamgraph.runtime.backend import open_backend
     from teamgraph.runtime.diff import diff_runs
+    from teamgraph.runtime.runner import Runner
+    from teamgraph.runtime.team import Team
+    from teamgraph.specs.loader import team_from_dict
 
     async with open_backend(settings) as backend:
         results = []
-        for run_id in (first, second):
-            row = await backend.runs.get(run_id)
-            team = Team(team_from_dict(row.team_spec, source=f"run {run_id}"), settings=settings)
-            results.append(await Runner(team.spec, backend, team.config).result(run_id))
+        for given in (first, second):
+            row = await backend.runs.get(await backend.runs.resolve(given))
+            team = Team(team_from_dict(row.team_spec, source=f"run {row.id}"), settings=settings)
+            results.append(await Runner(team.spec, backend, team.config).result(row.id))
     return diff_runs(*results)
 
 
-async def _get_run(settings: Settings, run_id: str) -> dict[str, Any]:
+async def _get_run(settings: Settings, given: str) -> tuple[str, dict[str, Any]]:
+    """The full id of the run ``given`` names (an id or a prefix) and its team's spec."""
+    from teamgraph.runtime.backend import open_backend
+
     async with open_backend(settings) as backend:
-        row = await backend.runs.get(run_id)
-        return {"team_spec": row.team_spec}
+        row = await backend.runs.get(await backend.runs.resolve(given))
+        return row.id, row.team_spec
+
+
+def _check_template(team: Team, name: str) -> None:
+    """A template that cannot plan for the team fails before the run (naming what is missing)."""
+    from teamgraph.planning.templates import available, misfit
+
+    spec = team.spec
+    if spec.pattern != "workflow":
+        raise UsageError(f"--template {name}: team {spec.name!r} is not a workflow team")
+    found = available(team.settings.templates_dirs, spec.workflow.templates_dirs)
+    if name not in found:
+        raise UsageError(f"--template {name}: no such template; templates: {', '.join(found)}")
+    if why := misfit(found[name], [m.name for m in spec.members]):
+        raise UsageError(f"--template {name}: {why}")
 
 
 def _drive(
@@ -187,48 +305,92 @@ def _drive(
     mode: str,
     interactive: bool = True,
 ) -> int:
+    from teamgraph.runtime.view import RunView
+
     if mode not in ("table", "jsonl"):
-        raise _fail(ValueError(f"--events must be 'table' or 'jsonl', not {mode!r}"))
+        raise _fail(UsageError(f"--events must be 'table' or 'jsonl', not {mode!r}"))
     view = RunView()
-
-    async def consume(events: AsyncIterator[Event]) -> None:
-        if mode == "table":
-            await _live(events, view)
-            return
-        async for event in events:
-            view.apply(event)
-            sys.stdout.write(event.model_dump_json() + "\n")
-            sys.stdout.flush()
-
-    async def main() -> None:
-        async with team.runner() as runner:
-            await consume(source(runner))
-            while view.status == "interrupted":
-                pending = await runner.pending(view.run_id)
-                if not interactive:
-                    err.print(escape(how_to_resume(view.run_id, pending)))
-                    return
-                await consume(runner.resume_stream(view.run_id, **ask(err, pending)))
-
     try:
-        asyncio.run(main())
-    except (TeamgraphError, EOFError) as exc:
+        _run_async(_execute(team, source, view, mode, interactive))
+    except KeyboardInterrupt:
+        return _stopped(view, "cancelled (Ctrl-C)", 130)
+    except EOFError:
+        return _stopped(view, "waits: the input ended before an answer", EXIT["interrupted"])
+    except TeamgraphError as exc:
         raise _fail(exc) from None
     if mode == "table":
         _report(view)
     return EXIT.get(view.status, 1)
 
 
+async def _execute(
+    team: Team,
+    source: Callable[[Runner], AsyncIterator[Event]],
+    view: RunView,
+    mode: str,
+    interactive: bool,
+) -> None:
+    """The run to its end, asking in the terminal whenever it pauses (``interactive``)."""
+    from teamgraph.cli_pauses import ask, how_to_resume
+
+    async with team.runner() as runner:
+        await _consume(source(runner), view, mode)
+        while view.status == "interrupted":
+            pending = await runner.pending(view.run_id)
+            if not interactive:
+                consoles.err.print(how_to_resume(view.run_id, pending), markup=False)
+                return
+            await _consume(
+                runner.resume_stream(view.run_id, **ask(consoles.err, pending)), view, mode
+            )
+
+
+async def _consume(events: AsyncIterator[Event], view: RunView, mode: str) -> None:
+    if mode == "table":
+        await _live(events, view)
+        return
+    async for event in events:
+        view.apply(event)
+        sys.stdout.write(event.model_dump_json() + "\n")
+        sys.stdout.flush()
+
+
+def _stopped(view: RunView, what: str, code: int) -> int:
+    if not view.run_id:
+        consoles.err.print(f"stopped before the run started: {what}", markup=False, soft_wrap=True)
+        return code
+    short = view.run_id[:SHORT_ID]
+    consoles.err.print(
+        f"run {short} {what}; continue it with: teamgraph resume {short}",
+        markup=False,
+        soft_wrap=True,
+    )
+    return code
+
+
 async def _live(events: AsyncIterator[Event], view: RunView) -> None:
+    """The live table, shown from the run's first event (an error before it prints no table)."""
+    from rich.live import Live
+
+    iterator = aiter(events)
+    first = await anext(iterator, None)
+    if first is None:
+        return
+    view.apply(first)
+    console = consoles.out
     with Live(_table(view), console=console, refresh_per_second=8, transient=False) as live:
-        async for event in events:
+        async for event in iterator:
             view.apply(event)
             if event.type != "token":
                 live.update(_table(view))
+    if not console.is_terminal:
+        console.print()  # piped: the table's last line ends before the report begins
 
 
 def _table(view: RunView) -> Table:
-    title = f"run {view.run_id[:12]}  plan: {view.plan_name or '…'}"
+    from rich.table import Table
+
+    title = f"run {view.run_id[:SHORT_ID]}  plan: {view.plan_name or '…'}"
     if view.tier:
         title += f"  (tier {view.tier}, confidence {view.confidence:.2f})"
     table = Table(title=title, expand=False)
@@ -249,6 +411,10 @@ def _table(view: RunView) -> Table:
 
 
 def _report(view: RunView) -> None:
+    from rich.markdown import Markdown
+    from rich.markup import escape
+
+    console, err = consoles.out, consoles.err
     if view.output:
         if console.is_terminal:
             console.print(Markdown(view.output))
@@ -258,10 +424,11 @@ def _report(view: RunView) -> None:
         err.print(f"[dim]planner: {escape(note)}[/dim]")
     if view.error:
         err.print(f"[red]run failed:[/red] {escape(view.error)}")
+    short = view.run_id[:SHORT_ID]
     if view.status not in EXIT:
-        err.print(f"run {view.run_id} stopped; continue it with: teamgraph resume {view.run_id}")
+        err.print(f"run {short} stopped; continue it with: teamgraph resume {short}")
     console.print(
-        f"[dim]run {view.run_id} · {view.status} · {view.usage.total_tokens} tokens · "
+        f"[dim]run {short} · {view.status} · {view.usage.total_tokens} tokens · "
         f"${view.usage.cost_usd:.4f}[/dim]"
     )
 
@@ -272,32 +439,50 @@ def serve(
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
     db: DbOption = None,
 ) -> None:
-    """Start the HTTP service (API, SSE streams, web workspace)."""
+    """Start the HTTP service (API, SSE streams, web workspace) on the teams of
+    TEAMGRAPH_TEAMS_DIRS (default: the example teams shipped with the package)."""
     import os
 
     from teamgraph.server.app import create_app
     from teamgraph.server.app import serve as serve_app
 
+    settings = _settings(db)
+    try:  # the teams and the database first: a mistake is one line, not a start-up traceback
+        _run_async(_preflight(settings))
+    except TeamgraphError as exc:
+        raise _fail(exc) from None
     os.environ.setdefault("TEAMGRAPH_JSON_LOGS", "true")
     serve_app(  # our request log line carries request ids: no access log
-        create_app(_settings(db)), host, port, log_level="info", access_log=False
+        create_app(settings), host, port, log_level="info", access_log=False
     )
 
 
-db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+async def _preflight(settings: Settings) -> None:
+    from teamgraph.runtime.backend import open_backend
+    from teamgraph.server.state import load_teams
+
+    load_teams(settings)
+    async with open_backend(settings):  # reachable, and migrated
+        pass
+
+
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(db_app, name="db")
 
 
 @db_app.command("upgrade")
 def db_upgrade(db: DbOption = None) -> None:
     """Create or migrate the app tables, checkpoints and store to the latest schema."""
+    from teamgraph.runtime.backend import open_backend
+
+    settings = _settings(db)
 
     async def upgrade() -> None:
-        async with open_backend(_settings(db)):
+        async with open_backend(settings):
             pass
 
-    asyncio.run(upgrade())
-    console.print("database is up to date")
+    _run_async(upgrade())
+    consoles.out.print("database is up to date")
 
 
 @app.command()
@@ -305,43 +490,49 @@ def runs(
     limit: Annotated[int, typer.Option(help="How many runs to show.")] = 20,
     db: DbOption = None,
 ) -> None:
-    """List recent runs with status, cost and duration."""
-    rows = asyncio.run(_list_runs(_settings(db), limit))
-    table = Table(title="runs")
-    for column in (
-        "id",
-        "team",
-        "status",
-        "tier",
-        "tokens",
-        "cost",
-        "duration",
-        "started",
-        "input",
-    ):
-        table.add_column(column)
+    """List recent runs with status, tokens and cost (ids shortened: `resume` and `diff`
+    take them, or any unambiguous prefix)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = _run_async(_list_runs(_settings(db), limit))
+    console = consoles.out
+    table = Table(title="runs", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    headers = ("id", "team", "status", "tokens", "cost", "started")
+    widths = [min(max([len(h), *(len(row[i]) for row in rows)]), 14) for i, h in enumerate(headers)]
+    for name, width in zip(headers, widths, strict=True):
+        table.add_column(
+            name,
+            no_wrap=True,
+            overflow="ellipsis",
+            width=width,
+            justify="right" if name in ("tokens", "cost") else "left",
+        )
+    # the input takes what the terminal has left (two spaces between columns)
+    room = max(8, console.width - sum(widths) - 2 * len(widths) - 1)
+    table.add_column("input", no_wrap=True, overflow="ellipsis", max_width=room)
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     console.print(table)
 
 
 async def _list_runs(settings: Settings, limit: int) -> list[list[str]]:
+    from teamgraph.runtime.backend import open_backend
+
     async with open_backend(settings) as backend:
         rows = await backend.runs.list(limit)
     out = []
     for r in rows:
-        duration = f"{(r.finished_at - r.created_at).total_seconds():.1f}s" if r.finished_at else ""
         out.append(
             [
-                r.id,
+                r.id[:SHORT_ID],
                 r.team_name,
                 r.status,
-                r.planner_tier or "",
                 str(r.input_tokens + r.output_tokens),
                 f"${r.cost_usd:.4f}",
-                duration,
-                r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                r.input[:40],
+                r.created_at.strftime("%m-%d %H:%M"),
+                " ".join(r.input.split()),
             ]
         )
     return out
@@ -354,11 +545,16 @@ def templates(
     ] = None,
 ) -> None:
     """List the workflow templates the planner knows."""
-    settings = Settings()
+    from rich.table import Table
+    from rich.text import Text
+
+    from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
+
+    settings = _settings(None)
     dirs: list[str | Path] = [BUILTIN_TEMPLATES_DIR, *settings.templates_dirs]
     try:
         if team is not None:
-            dirs += Team.from_yaml(team, settings=settings).spec.workflow.templates_dirs
+            dirs += _team(str(team), settings).spec.workflow.templates_dirs
         found = load_templates(dirs)
     except TeamgraphError as exc:
         raise _fail(exc) from None
@@ -368,7 +564,7 @@ def templates(
     table.add_column("steps")
     for name, tpl in sorted(found.items()):
         table.add_row(Text(name), Text(tpl.description), Text(" → ".join(s.id for s in tpl.steps)))
-    console.print(table)
+    consoles.out.print(table)
 
 
 @app.command()
@@ -387,9 +583,9 @@ def ingest(
     try:
         kb = KnowledgeBase(_settings(db).sqlite_path)
         report = kb.ingest(paths, team_collection(team) if team else SHARED)
-    except (FileNotFoundError, TeamgraphError, ValueError) as exc:
+    except (OSError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
-    console.print(
+    consoles.out.print(
         f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
         f"{report.files_removed} removed; {report.chunks} chunk(s) written; "
         f"{kb.count()} chunk(s) in the index"
@@ -397,4 +593,4 @@ def ingest(
 
 
 if __name__ == "__main__":
-    app()
+    main()

@@ -30,14 +30,23 @@ def ask(console: Console, pending: list[dict[str, Any]]) -> dict[str, Any]:
 def _decide(console: Console, item: dict[str, Any]) -> Decision:
     call = f"{item['tool']}({json.dumps(item['args'], ensure_ascii=False)})"
     console.print(f"[bold yellow]approval[/] {escape(item['agent'])} wants to call {escape(call)}")
-    action = CHOICES[
-        Prompt.ask("approve, reject or edit", choices=list(CHOICES), default="a", console=console)
-    ]
+    action = _action(console)
     if action == "reject":
         return Decision.reject(Prompt.ask("comment for the agent", default="", console=console))
     if action == "edit":
         return Decision.edit(_json_args(Prompt.ask("new arguments (JSON)", console=console)))
     return Decision.approve()
+
+
+def _action(console: Console) -> str:
+    """approve / reject / edit, as a word or its first letter (Enter: approve)."""
+    while True:
+        said = Prompt.ask("approve, reject or edit [a/r/e]", default="approve", console=console)
+        word = said.strip().lower()
+        chosen = CHOICES.get(word[:1]) if word else "approve"
+        if chosen is not None and chosen.startswith(word):
+            return chosen
+        console.print(f"[red]{escape(said)!r} is none of approve, reject, edit[/red]")
 
 
 def _json_args(text: str) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from teamgraph.errors import UsageError
+
 DEFAULT_TIMEOUT_S = 120.0
 
 
@@ -37,6 +39,10 @@ class ProviderSettings(BaseModel):
         """These settings where set, ``base``'s elsewhere."""
         mine = self.model_dump(exclude_unset=True, exclude={"kwargs"})
         return base.model_copy(update={**mine, "kwargs": {**base.kwargs, **self.kwargs}})
+
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"  # shipped with the package
+EXAMPLE_TEAMS = EXAMPLES / "teams"
 
 
 class Settings(BaseSettings):
@@ -112,7 +118,9 @@ class Settings(BaseSettings):
         "password); empty: the route answers 404.",
     )
     teams_dirs: list[str] = Field(
-        default_factory=lambda: ["examples/teams"], description="Folders of team YAML files served."
+        default_factory=lambda: [str(EXAMPLE_TEAMS)],
+        description="Folders of team YAML files served (default: the example teams shipped "
+        "with the package).",
     )
     cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
     max_concurrent_runs: int = Field(
@@ -168,4 +176,6 @@ class Settings(BaseSettings):
         for prefix in ("sqlite+aiosqlite:///", "sqlite:///"):
             if url.startswith(prefix):
                 return Path(url.removeprefix(prefix))
-        raise ValueError(f"DATABASE_URL {url!r}: use sqlite:///PATH or postgresql://...")
+        raise UsageError(
+            f"database URL {url!r} is not supported: use sqlite:///PATH or postgresql://HOST/DB"
+        )

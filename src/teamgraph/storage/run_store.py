@@ -23,7 +23,7 @@ from typing import Any, Protocol, cast
 from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from teamgraph.errors import RunNotFound
+from teamgraph.errors import RunNotFound, UsageError
 from teamgraph.events import BaseEvent, Event, RunCancelled, event_from_json
 from teamgraph.status import RunStatus
 from teamgraph.storage.direct import Direct, Statement
@@ -73,6 +73,7 @@ class RunStore(Protocol):
     async def create(self, row: dict[str, Any], *also: Statement) -> None: ...
     async def update(self, run_id: str, **fields: Any) -> None: ...
     async def get(self, run_id: str) -> RunRow: ...
+    async def resolve(self, prefix: str) -> str: ...
     async def owned(self, run_id: str, user_id: str) -> RunRow | None: ...
     async def list(
         self,
@@ -129,6 +130,20 @@ class SqlRunStore:
         if row is None:
             raise RunNotFound(f"no run with id {run_id!r}")
         return row
+
+    async def resolve(self, prefix: str) -> str:
+        """The id of the one run whose id starts with ``prefix`` (a short id, as the CLI shows
+        them); :class:`RunNotFound` for none, :class:`UsageError` naming them for several."""
+        if not prefix or any(c in prefix for c in "%_\\"):
+            raise RunNotFound(f"no run with id {prefix!r}")
+        query = select(RunRow.id).where(RunRow.id.startswith(prefix)).order_by(RunRow.id).limit(3)
+        found = [row[0] for row in await self.direct.rows(query)]
+        if not found:
+            raise RunNotFound(f"no run with id {prefix!r}")
+        if len(found) > 1:
+            shown = ", ".join(found[:2]) + (", …" if len(found) > 2 else "")
+            raise UsageError(f"run id {prefix!r} is ambiguous ({shown}): give more characters")
+        return str(found[0])
 
     async def owned(self, run_id: str, user_id: str) -> RunRow | None:
         """The run if ``user_id`` owns it; ``None`` for unknown and foreign ids alike."""
