@@ -112,7 +112,7 @@ def test_run_jsonl_is_one_parseable_event_per_line_in_order(db: str) -> None:
     assert all(a < b for a, b in itertools.pairwise(seqs)), seqs
 
     (plan,) = of_type(events, PlanCreated)
-    assert plan.tier == "llm"  # the offline model plans the comparison itself
+    assert plan.tier == "rules"  # the offline model plans by the rules, and says so
     assert [s["id"] for s in plan.steps] == PLAN_STEPS
     assert sorted(plan.steps[-1]["depends_on"]) == sorted(RESEARCH_STEPS)
 

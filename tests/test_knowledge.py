@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from teamgraph.config import EXAMPLES as PACKAGED
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import Hit, IngestReport, KnowledgeBase
 from teamgraph.knowledge.chunking import chunk_markdown, chunk_text
 from teamgraph.knowledge.text import ZERO_WIDTH_SPACE, build_match_query, query_terms
 from teamgraph.tools.search_docs import TOOL_DESCRIPTION, format_hits, make_search_docs_tool
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "knowledge"
+EXAMPLES = PACKAGED / "knowledge"  # shipped with the package (examples/ links to it)
 HOSTILE = ['"unbalanced', "a AND OR NEAR(", "*", "-x", "", "   ", "(((", "NOT", 'x" OR "y', "^:;"]
 
 

@@ -117,7 +117,7 @@ async def test_a_run_streams_to_its_end_and_replays_from_any_point(
     run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
     assert (run["status"], run["team"], run["pattern"]) == ("completed", "research", "workflow")
     assert run["session_id"] == sid and run["thread_id"] == sid and run["input"] == REQUEST
-    assert run["planner_tier"] == "llm" and run["plan"]["steps"]
+    assert run["planner_tier"] == "rules" and run["plan"]["steps"]
     assert [s["status"] for s in run["steps"]] == ["done"] * len(run["plan"]["steps"])
     assert run["usage"]["input_tokens"] > 0 and run["usage_by_agent"]
     assert run["finished_at"] and run["created_at"] and run["error"] is None

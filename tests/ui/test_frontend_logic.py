@@ -81,7 +81,7 @@ def test_a_whole_workflow_run_folds_into_its_result(js: Any, research: list[dict
         assert step["elapsed"] == completed[step["id"]]["elapsed_s"]
     summary = state["plan"][-1]
     assert summary["dependsOn"] == [s["id"] for s in plan["steps"][:-1]]
-    assert state["planner"]["tier"] == plan["tier"] == "llm"
+    assert state["planner"]["tier"] == plan["tier"] == "rules"
     assert state["planner"]["confidence"] == plan["confidence"]
     total = end["usage"]
     assert state["usage"]["input_tokens"] == total["input_tokens"]

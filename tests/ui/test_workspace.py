@@ -41,7 +41,7 @@ def test_register_log_in_and_run_the_offline_demo(page: Any) -> None:
     assert set(states.values()) == {"done"}
     report = answer_text(page, run_id)
     assert "Workflow Results" in report and "Completed 4 steps" in report
-    assert page.inner_text("#planner-tier") == "Planner tier llm"
+    assert page.inner_text("#planner-tier") == "Planner tier rules"
     assert "4/4 done" in page.inner_text("#meta-steps")
     assert int(page.inner_text("#meta-tokens b")) > 0
     assert page.inner_text("#usage-total-usd") == "$0.0000"  # the offline model is free
@@ -221,7 +221,7 @@ def test_a_past_run_replays_step_by_step(page: Any) -> None:
     page.fill("#replay-range", str(plan_at))  # the moment the plan exists, nothing has run
     page.wait_for_function("document.querySelectorAll('#graph g.node').length > 0")
     assert set(node_states(page).values()) == {"pending"}
-    expect(page.locator("#planner-tier")).to_have_text("Planner tier llm")
+    expect(page.locator("#planner-tier")).to_have_text("Planner tier rules")
     page.click("#replay-next")
     expect(page.locator("#replay-pos")).to_contain_text(f"{plan_at + 1}/{total}")
     page.click("#replay-end")

@@ -47,8 +47,8 @@ async def make_plan(request: str, ctx: RunContext, template: str | None = None) 
             if plan:
                 return PlanDecision(plan, "template", notes)
     plan = await _model_plan(request, ctx, notes)
-    if plan:
-        return PlanDecision(plan, "llm", notes)
+    if plan:  # the offline model plans by the rules: say so
+        return PlanDecision(plan, "rules" if _offline_planner(ctx) else "llm", notes)
     plan = _rules_plan(request, ctx, notes)
     if plan:
         return PlanDecision(plan, "rules", notes)
@@ -89,6 +89,12 @@ async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan |
         notes.append(f"model plan invalid (attempt {attempt + 1}): {'; '.join(errors)}")
         messages += [AIMessage(reply.text), HumanMessage(prompts.repair_message(errors))]
     return None
+
+
+def _offline_planner(ctx: RunContext) -> bool:
+    """Whether the planner's model is the offline model (whose plans the rules make)."""
+    _, name = ctx.models.for_role(PLANNER, ctx.team.model, ctx.team.model_kwargs)
+    return name == "offline" or name.startswith("offline:")
 
 
 def parse_plan(text: str, workers: list[str], max_steps: int) -> tuple[Plan | None, list[str]]:
