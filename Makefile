@@ -4,7 +4,7 @@ UV := .tools/bin/uv
 VENV := .venv
 REQUEST ?= Compare PostgreSQL and MongoDB on performance, security and cost
 
-.PHONY: setup sandbox-tools browser-tools demo test bench clean
+.PHONY: setup sandbox-tools browser-tools services demo test bench clean
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -35,7 +35,17 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml
 demo: setup
 	$(VENV)/bin/teamgraph run --team examples/teams/research.yaml "$(REQUEST)"
 
-test: setup browser-tools
+# The tests talk to PostgreSQL at 127.0.0.1:5432 (user postgres, trust): start a local
+# cluster that is installed but stopped. Without one the PostgreSQL tests skip, except in CI.
+services:
+	@if command -v pg_lsclusters >/dev/null 2>&1; then \
+	  pg_lsclusters --no-header | while read version cluster port status rest; do \
+	    [ "$$status" = online ] || pg_ctlcluster "$$version" "$$cluster" start \
+	      || echo "could not start PostgreSQL $$version/$$cluster"; \
+	  done; \
+	else echo "PostgreSQL is not installed: its tests skip outside CI"; fi
+
+test: setup browser-tools services
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy

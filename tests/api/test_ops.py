@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import re
 import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -342,3 +343,14 @@ def test_serve_freezes_the_start_up_heap_before_serving(
         gc.unfreeze()
     assert seen["frozen"] > 10_000  # the imported modules: full collections skip them
     assert (seen["host"], seen["port"], seen["log_level"]) == ("127.0.0.1", 8123, "warning")
+
+
+async def test_the_api_docs_work_without_internet(client: httpx.AsyncClient) -> None:
+    """/docs and /redoc load their scripts and styles from the server itself, not a CDN."""
+    for page in ("/docs", "/redoc"):
+        html = (await client.get(page)).text
+        assets = re.findall(r"""(?:src|href)=['"]([^'"]+)['"]""", html)
+        assert assets and not [a for a in assets if a.startswith(("http:", "https:", "//"))], page
+        for asset in assets:
+            served = await client.get(asset)
+            assert served.status_code == 200 and len(served.content) > 1000, (page, asset)

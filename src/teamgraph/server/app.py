@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from teamgraph.config import Settings
@@ -47,7 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             finally:
                 await manager.shutdown()  # runs: cancel running runs (they stay resumable)
 
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc from the package's own assets, never a CDN
         title="teamgraph",
         version="0.1.0",
         description="Run durable, streamed, cost-tracked teams of AI agents.",
