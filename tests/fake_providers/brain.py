@@ -4,6 +4,7 @@ would, reading the request as it arrived over the wire (and, in-process, the cal
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from teamgraph.llm.offline import respond
 from .model import Answer, Request, call_id
 
 BRIEF_HEADER = "x-test-brief"
+SENT_HEADER = "x-test-sent"  # time.monotonic() when the client sent the request
 _BRIEFS: dict[str, dict[str, Any]] = {}
 
 
@@ -71,6 +73,7 @@ def _sending(original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable
             key = uuid.uuid4().hex
             _BRIEFS[key] = asdict(brief)
             request.headers[BRIEF_HEADER] = key
+        request.headers[SENT_HEADER] = repr(time.monotonic())
         return await original(self, request, **kwargs)
 
     return send

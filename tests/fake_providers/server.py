@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import wire_anthropic, wire_ollama, wire_openai
-from .brain import brief_of, think
+from .brain import SENT_HEADER, brief_of, think
 from .model import Answer, Fail, Hang, Refuse, Request, Reset, Say, Scripted, call_id
 
 WIRES: dict[str, ModuleType] = {
@@ -44,6 +44,7 @@ class Served:
     request: Request
     answer: Answer | None
     at: float  # time.monotonic() when it arrived
+    sent: float  # when the client sent it (what a client-side limiter governs)
     sent_first_token: float | None = None  # when the first text piece left
     sent_at: list[float] = field(default_factory=list)  # when each streamed chunk left
 
@@ -134,7 +135,8 @@ class FakeProvider:
                 self.errors.append(f"{wire}: {type(exc).__name__}: {exc}")
                 return JSONResponse(codec.error(Fail(400, f"errors: {exc!r}")), 400)
             request.brief = brief_of(headers)
-            served = Served(request, None, time.monotonic())
+            now = time.monotonic()
+            served = Served(request, None, now, float(headers.get(SENT_HEADER, now)))
             self.served.append(served)
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
