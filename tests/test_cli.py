@@ -464,7 +464,7 @@ def test_a_failure_is_one_line_and_an_exit_code(
     assert done.stdout == ""  # no empty table before the error
     debug = teamgraph(tmp_path, "--debug", *(a.format(tmp=tmp_path) for a in args))
     assert debug.returncode == code
-    assert "Traceback" in debug.stderr or code == 2  # usage errors need no traceback
+    assert "Traceback" in debug.stderr and debug.stderr.rstrip().endswith(done.stderr.strip())
 
 
 def test_resume_takes_the_short_id_the_run_shows(db: str) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from teamgraph.cli_errors import Failure, debugging, explain
+from teamgraph.cli_errors import debugging, explain
 from teamgraph.errors import TeamgraphError, UsageError
 
 if TYPE_CHECKING:  # the heavy modules load inside the commands: `--help` stays fast
@@ -57,24 +57,18 @@ DbOption = Annotated[
 _used: dict[str, str] = {}  # the database URL the command uses, for the error line
 
 
-class _Consoles:
-    """stdout and stderr consoles, made when output is due (rich loads only then; a console
-    sizes itself to the terminal — or ``COLUMNS`` — as it is now)."""
+def _out() -> Console:
+    """A stdout console, made when output is due: rich loads only then, and the console sizes
+    itself to the terminal (or ``COLUMNS``) as it is now."""
+    from rich.console import Console
 
-    @property
-    def out(self) -> Console:
-        from rich.console import Console
-
-        return Console()
-
-    @property
-    def err(self) -> Console:
-        from rich.console import Console
-
-        return Console(stderr=True)
+    return Console()
 
 
-consoles = _Consoles()
+def _err() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 @app.callback()
@@ -93,20 +87,8 @@ def main() -> None:
     """The ``teamgraph`` command: every failure is one line on stderr and an exit code."""
     try:
         app()
-    except (KeyboardInterrupt, SystemExit):
-        raise
     except Exception as exc:
-        if debugging():
-            traceback.print_exc()
-        failure = explain(exc, _used.get("db", ""))
-        _say_failure(failure)
-        raise SystemExit(failure.code) from None
-
-
-def _say_failure(failure: Failure) -> None:
-    from rich.markup import escape
-
-    consoles.err.print(f"[red]error:[/red] {escape(failure.line)}", soft_wrap=True)
+        raise SystemExit(_fail(exc).exit_code) from None
 
 
 def _run_async(work: Coroutine[Any, Any, T]) -> T:
@@ -124,8 +106,13 @@ def _settings(db: str | None) -> Settings:
 
 
 def _fail(exc: BaseException) -> typer.Exit:
+    """Say ``exc`` in one line (after its traceback with ``--debug``); the exit to raise."""
+    from rich.markup import escape
+
+    if debugging():
+        traceback.print_exception(exc)
     failure = explain(exc, _used.get("db", ""))
-    _say_failure(failure)
+    _err().print(f"[red]error:[/red] {escape(failure.line)}", soft_wrap=True)
     return typer.Exit(failure.code)
 
 
@@ -338,11 +325,9 @@ async def _execute(
         while view.status == "interrupted":
             pending = await runner.pending(view.run_id)
             if not interactive:
-                consoles.err.print(how_to_resume(view.run_id, pending), markup=False)
+                _err().print(how_to_resume(view.run_id, pending), markup=False)
                 return
-            await _consume(
-                runner.resume_stream(view.run_id, **ask(consoles.err, pending)), view, mode
-            )
+            await _consume(runner.resume_stream(view.run_id, **ask(_err(), pending)), view, mode)
 
 
 async def _consume(events: AsyncIterator[Event], view: RunView, mode: str) -> None:
@@ -357,10 +342,10 @@ async def _consume(events: AsyncIterator[Event], view: RunView, mode: str) -> No
 
 def _stopped(view: RunView, what: str, code: int) -> int:
     if not view.run_id:
-        consoles.err.print(f"stopped before the run started: {what}", markup=False, soft_wrap=True)
+        _err().print(f"stopped before the run started: {what}", markup=False, soft_wrap=True)
         return code
     short = view.run_id[:SHORT_ID]
-    consoles.err.print(
+    _err().print(
         f"run {short} {what}; continue it with: teamgraph resume {short}",
         markup=False,
         soft_wrap=True,
@@ -377,7 +362,7 @@ async def _live(events: AsyncIterator[Event], view: RunView) -> None:
     if first is None:
         return
     view.apply(first)
-    console = consoles.out
+    console = _out()
     with Live(_table(view), console=console, refresh_per_second=8, transient=False) as live:
         async for event in iterator:
             view.apply(event)
@@ -414,7 +399,7 @@ def _report(view: RunView) -> None:
     from rich.markdown import Markdown
     from rich.markup import escape
 
-    console, err = consoles.out, consoles.err
+    console, err = _out(), _err()
     if view.output:
         if console.is_terminal:
             console.print(Markdown(view.output))
@@ -482,7 +467,7 @@ def db_upgrade(db: DbOption = None) -> None:
             pass
 
     _run_async(upgrade())
-    consoles.out.print("database is up to date")
+    _out().print("database is up to date")
 
 
 @app.command()
@@ -497,7 +482,7 @@ def runs(
     from rich.text import Text
 
     rows = _run_async(_list_runs(_settings(db), limit))
-    console = consoles.out
+    console = _out()
     table = Table(title="runs", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     headers = ("id", "team", "status", "tokens", "cost", "started")
     widths = [min(max([len(h), *(len(row[i]) for row in rows)]), 14) for i, h in enumerate(headers)]
@@ -564,7 +549,7 @@ def templates(
     table.add_column("steps")
     for name, tpl in sorted(found.items()):
         table.add_row(Text(name), Text(tpl.description), Text(" → ".join(s.id for s in tpl.steps)))
-    consoles.out.print(table)
+    _out().print(table)
 
 
 @app.command()
@@ -585,7 +570,7 @@ def ingest(
         report = kb.ingest(paths, team_collection(team) if team else SHARED)
     except (OSError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
-    consoles.out.print(
+    _out().print(
         f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
         f"{report.files_removed} removed; {report.chunks} chunk(s) written; "
         f"{kb.count()} chunk(s) in the index"

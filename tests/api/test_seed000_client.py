@@ -196,6 +196,7 @@ async def test_a_clarifying_question_is_answered_by_the_next_message(
     assert answered.status_code == 200, answered.text
     answer = answered.json()["messages"][-1]["content"]
     assert answer.startswith("_Offline model") and answer != question  # the run finished
+    assert "PostgreSQL" in answer and "No documents matched" not in answer  # answer searched
     stored = (await client.get(f"{API}/chatbot/messages", headers=bearer(session["token"]))).json()
     assert [m["role"] for m in stored["messages"]] == ["user", "assistant", "user", "assistant"]
     assert stored["messages"][1]["content"] == question

@@ -80,8 +80,10 @@ def title(task: str) -> str:
     first = re.split(r"(?<=[.!?。！？])\s*|\n", task.strip(), maxsplit=1)[0].rstrip(".。")
     if len(first) <= TITLE_CHARS:
         return first
-    cut = first[:TITLE_CHARS].rsplit(" ", 1)[0] if " " in first[:TITLE_CHARS] else first
-    return cut[:TITLE_CHARS].rstrip(" ,;:") + "…"
+    head = first[:TITLE_CHARS]
+    if " " in head:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip(" ,;:") + "…"
 
 
 def summary(turn: Turn) -> str:

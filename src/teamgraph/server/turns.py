@@ -90,16 +90,17 @@ async def open_turn(
     team: str,
     text: str,
     template: str | None = None,
+    answer: str | None = None,
 ) -> Opened:
     """The user's message in a chat: a new run, or — when the session's run waits for an
-    answer — the answer that resumes it; while it waits for a decision on a tool call, a
-    notice that says so (the message does not start another run)."""
+    answer — the answer that resumes it (``answer`` when given, else ``text``); while it waits
+    for a decision on a tool call, a notice that says so (the message starts no other run)."""
     paused = await paused_run(state, session.id)
     if paused is None:
         return Opened(await state.runs.start(user_id, session, team, text, template), team)
     waiting = await state.runs.runner(paused.team_name).pending(paused.id)
     if any(w["type"] == "clarification" for w in waiting):
-        await state.runs.resume(paused.id, answer=text)
+        await state.runs.resume(paused.id, answer=answer or text)
         return Opened(paused.id, paused.team_name, paused.last_seq)
     calls = [w for w in waiting if w["type"] == "approval"]
     return Opened(paused.id, paused.team_name, notice=waiting_notice(calls) if calls else "")

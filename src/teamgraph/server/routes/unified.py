@@ -23,7 +23,6 @@ from teamgraph.server.turns import (
     Turn,
     filtered_team,
     open_turn,
-    paused_run,
     remember_pause,
     single_team,
     store_turn,
@@ -107,10 +106,9 @@ async def _open(state: AppState, session: SessionRow, team: str, body: UnifiedCh
         (m.content for m in reversed(body.messages) if m.role == "user"), body.messages[-1].content
     )
     confirmed = body.data.confirmedIntent
-    if confirmed:
-        paused = await paused_run(state, session.id)
-        text = confirmed if paused is not None else f"{text}\n\nConfirmed intent: {confirmed}"
-    return await open_turn(state, session.user_id, session, team, text)
+    if confirmed:  # the answer to the paused run's question, else part of a new request
+        text = f"{text}\n\nConfirmed intent: {confirmed}"
+    return await open_turn(state, session.user_id, session, team, text, answer=confirmed)
 
 
 DATA_STREAM = {"X-Vercel-AI-Data-Stream": "v1"}  # the AI SDK's data stream protocol
