@@ -4,7 +4,7 @@ UV := .tools/bin/uv
 VENV := .venv
 REQUEST ?= Compare PostgreSQL and MongoDB on performance, security and cost
 
-.PHONY: setup sandbox-tools browser-tools services demo test bench clean
+.PHONY: setup sandbox-tools browser-tools services demo test bench eval clean
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -46,11 +46,15 @@ services:
 	else echo "PostgreSQL is not installed: its tests skip outside CI"; fi
 
 test: setup browser-tools services
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks evals
+	$(VENV)/bin/ruff format --check src tests benchmarks evals
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest
+
+# How well the offline planner plans and routes: accuracy per measure, language and confusion.
+eval: setup
+	$(VENV)/bin/python evals/planning.py
 
 bench: setup
 	$(VENV)/bin/python benchmarks/scheduling.py

@@ -112,6 +112,25 @@ async def test_edit_changes_the_arguments(settings: Any) -> None:
     assert by_type(events, "tool_called")[-1].args == {"record_id": "9-draft"}
 
 
+async def test_an_edit_the_tool_would_reject_is_refused_and_the_run_still_waits(
+    settings: Any,
+) -> None:
+    executed.clear()
+    async with _team(settings).runner() as runner:
+        await _start(runner, _plan("9"))
+        wrong = {"action": "edit", "args": {"record": 9}}  # no record_id
+        with pytest.raises(UsageError) as refused:
+            [e async for e in runner.resume_stream("r", default=wrong)]
+        assert "does not fit delete_record" in str(refused.value)
+        assert "'record_id' is a required property" in str(refused.value)
+        assert (await runner.backend.runs.get("r")).status == "interrupted"
+        assert len(await runner.pending("r")) == 1  # still waiting for a decision
+        right = {"action": "edit", "args": {"record_id": "9"}}
+        [e async for e in runner.resume_stream("r", default=right)]
+        assert (await runner.result("r")).status == "completed"
+    assert executed == ["9"]
+
+
 async def test_parallel_approvals_resume_to_the_right_calls(settings: Any) -> None:
     executed.clear()
     async with _team(settings).runner() as runner:

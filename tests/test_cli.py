@@ -265,7 +265,8 @@ def test_runs_lists_a_finished_run_with_its_status(db: str) -> None:
     assert result.exit_code == 0, explain(result)
     line = next((ln for ln in result.stdout.splitlines() if run_id[:12] in ln), None)
     assert line is not None, result.stdout
-    assert "completed" in line and "research" in line and "3905" in line
+    tokens = events[-1].usage.total_tokens  # type: ignore[attr-defined]
+    assert "completed" in line and "research" in line and f" {tokens} " in line
 
 
 def test_runs_on_an_empty_database_lists_nothing(db: str) -> None:
@@ -535,3 +536,14 @@ def test_ctrl_c_cancels_and_says_the_resume_command(tmp_path: Path) -> None:
     assert f"run {short} cancelled (Ctrl-C); continue it with: teamgraph resume {short}" in err
     resumed = teamgraph(tmp_path, "resume", short, "--events", "jsonl", "--db", db)
     assert resumed.returncode == 0, resumed.stderr
+
+
+def test_a_run_without_a_plan_shows_its_agents(db: str) -> None:
+    result = invoke("run", "-t", "swarm", "--db", db, "How does PostgreSQL vacuum work?")
+
+    assert result.exit_code == 0, explain(result)
+    table = result.stdout.split("completed ·", 1)[0]
+    assert "plan:" not in table  # a swarm has no plan to name
+    rows = {line.split("│")[1].strip(): line for line in table.splitlines() if "│" in line}
+    assert "→ database_expert" in rows["triage"] and "done" in rows["triage"]
+    assert "answered" in rows["database_expert"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,40 @@ def test_example_team_runs_offline_from_the_cli(team: Path, tmp_path: Path) -> N
     assert last["type"] == "run_completed" and last["status"] == "completed"
     assert "Offline model" in last["output"]  # every offline answer says what wrote it
     assert last["usage"]["input_tokens"] > 0
+
+
+def _try_line(team: Path) -> tuple[str, str]:
+    """The ``# Try: teamgraph run -t NAME "REQUEST"`` line of an example: its name and request."""
+    for line in team.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# Try: teamgraph run"):
+            words = shlex.split(line.removeprefix("# Try: "))
+            return words[words.index("-t") + 1], words[-1]
+    raise AssertionError(f"{team} has no '# Try: teamgraph run -t …' line")
+
+
+def _quoted(output: str) -> list[str]:
+    """The passages an offline answer quotes: the text after each ``**label**:`` (a workflow
+    report's ``**Task**:`` lines say what each step was asked)."""
+    found = re.findall(r"\*\*([^*\n]+)\*\*: (.+)", output)
+    return [text.strip() for label, text in found if label != "Task"]
+
+
+@pytest.mark.parametrize("team", TEAMS, ids=[t.stem for t in TEAMS])
+def test_example_answers_its_demo_request_from_its_tools(team: Path, tmp_path: Path) -> None:
+    name, request = _try_line(team)
+    result = CliRunner().invoke(
+        app,
+        ["run", "-t", name, "--db", f"sqlite:///{tmp_path}/ex.db", "--events", "jsonl", request],
+    )
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    found = " ".join(" ".join(e["output"].split()) for e in events if e["type"] == "tool_returned")
+    answer = events[-1]["output"]
+    assert "No documents, tool results or previous steps" not in answer
+    quoted = _quoted(answer)
+    assert quoted, answer
+    # every quoted passage comes from what the run's tools found, not from the request
+    for passage in quoted:
+        assert " ".join(passage.split())[:60] in found, passage
+    subject = {w for w in re.findall(r"[A-Za-z]{5,}", request)} - {"Compare", "How", "Find"}
+    assert any(word.lower() in answer.lower() for word in subject), answer

@@ -35,7 +35,7 @@ async def test_three_levels_of_nested_teams_with_event_paths(settings: Any) -> N
     assert plans == [  # each nested team names the step it works for
         (("top",), None),
         (("top", "middle"), "delegate"),
-        (("top", "middle", "leaf"), "answer"),
+        (("top", "middle", "leaf"), "task"),
     ]
 
 
@@ -86,8 +86,9 @@ async def test_a_budget_stops_the_run_and_keeps_finished_steps(settings: Any) ->
 async def test_token_budget_is_shared_by_nested_teams(settings: Any) -> None:
     spec = {**TOP, "budget": {"max_tokens": 50}}
     team = Team.from_dict(spec, settings=settings)
-    plan = Plan(steps=[Step(id="delegate", worker="middle", task="Write about PostgreSQL")])
-    result, _ = await run_collect(team, "x", plan=plan)
+    first = Step(id="delegate", worker="middle", task="Write about PostgreSQL")
+    then = Step(id="again", worker="middle", task="Write about Redis", depends_on=["delegate"])
+    result, _ = await run_collect(team, "x", plan=Plan(steps=[first, then]))
     assert result.status == "budget_exceeded" and "max_tokens=50" in result.error
 
 

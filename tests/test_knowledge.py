@@ -211,6 +211,20 @@ def test_hit_reports_source_heading_text_snippet_and_score(examples_kb: Knowledg
     assert all(h.score > 0 for h in hits)
 
 
+def test_a_query_naming_two_subjects_hears_from_both(examples_kb: KnowledgeBase) -> None:
+    hits = examples_kb.search("performance PostgreSQL MongoDB", k=4)
+    files = [Path(h.source).name for h in hits]
+    assert {"postgresql.md", "mongodb.md"} <= set(files)
+    assert max(files.count(f) for f in files) <= 2  # at most half from one file
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_one_matching_file_still_fills_k(kb: KnowledgeBase, tmp_path: Path) -> None:
+    body = "\n\n".join(f"## Part {i}\n\nWombats dig burrows, part {i}." for i in range(5))
+    kb.ingest([_write(tmp_path / "wombats.md", f"# Wombats\n\n{body}\n")])
+    assert len(kb.search("wombats burrows", k=4)) == 4
+
+
 def test_search_respects_k(examples_kb: KnowledgeBase) -> None:
     assert len(examples_kb.search("database", k=2)) == 2
     with pytest.raises(ValueError, match="k must be"):

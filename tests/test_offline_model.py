@@ -345,3 +345,43 @@ async def test_latency_delays_every_async_reply() -> None:
 
     assert chunks
     assert elapsed >= 0.4
+
+
+# --- extractive answers ----------------------------------------------------------------------
+def test_sentences_never_cut_a_code_span_and_skip_a_document_describing_itself() -> None:
+    from teamgraph.llm._extractive import sentences
+
+    text = (
+        "These notes cover performance, security and cost. Enable it with `ALTER TABLE ... "
+        "ENABLE ROW LEVEL SECURITY` and write policies. Superusers skip policies."
+    )
+    assert sentences(text) == [
+        "Enable it with `ALTER TABLE ... ENABLE ROW LEVEL SECURITY` and write policies.",
+        "Superusers skip policies.",
+    ]
+
+
+def test_an_answer_covers_every_subject_and_quotes_a_sentence_once() -> None:
+    from teamgraph.llm._extractive import Source, extractive_answer
+
+    performance = Source(
+        "performance",
+        "MongoDB supports many index types. MongoDB stores documents. "
+        "PostgreSQL plans queries with statistics.",
+    )
+    repeated = Source("again", "MongoDB supports many index types.")
+    answer = extractive_answer("Compare PostgreSQL and MongoDB", [performance, repeated])
+    first = answer.split("**performance**: ", 1)[1].split("\n")[0]
+    assert "PostgreSQL" in first and "MongoDB" in first  # one sentence for each subject
+    assert answer.count("MongoDB supports many index types.") == 1
+    assert "**again**" not in answer
+
+
+def test_a_note_is_saved_as_written() -> None:
+    from teamgraph.llm.offline import fill_arguments
+
+    schema = {"properties": {"text": {"type": "string"}}, "required": ["text"]}
+    args = fill_arguments(schema, "Save a note: Redis keeps data in memory")
+    assert args == {"text": "Redis keeps data in memory"}
+    query = {"properties": {"query": {"type": "string"}}, "required": ["query"]}
+    assert fill_arguments(query, "Find how Redis persists data")["query"] == "Redis persists data"

@@ -89,7 +89,7 @@ async def test_template_match_rules_are_used_by_the_rules_tier(settings: Any) ->
     team.spec.members.append(team.spec.members[0].model_copy(update={"name": "coder"}))
     team.spec.members.append(team.spec.members[0].model_copy(update={"name": "critic"}))
     result, _ = await run_collect(team, "Please review this Python code for bugs")
-    assert result.planner_tier == "rules"
+    assert result.planner_tier == "template"  # what made the plan: the matched template
     assert result.plan is not None and result.plan.name == "code_review"
 
 

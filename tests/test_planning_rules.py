@@ -8,14 +8,15 @@ import pytest
 
 from teamgraph.errors import PlanValidationError, SpecError
 from teamgraph.plan import plan_errors
-from teamgraph.planning.routing import WorkerInfo, overlap_score, route
-from teamgraph.planning.rules import decompose
+from teamgraph.planning.parsing import parse_comparison
+from teamgraph.planning.routing import WorkerInfo, overlap_score, route, routing
+from teamgraph.planning.rules import decompose, plan_by_rules
 from teamgraph.planning.templates import (
     BUILTIN_TEMPLATES_DIR,
     Template,
     instantiate,
     load_templates,
-    match_template,
+    ranked,
 )
 from teamgraph.specs.builtin import BUILTIN_WORKERS
 from teamgraph.text import tokenize
@@ -62,6 +63,40 @@ def test_route_custom_workers_by_their_own_descriptions() -> None:
     assert route("请把这段话翻译成英文", workers) == "translator"
     # no shared word: "research" reaches the scout only through the synonym table
     assert route("Research the history of Rust", workers) == "scout"
+
+
+PUBLISHING = [
+    WorkerInfo("drafter", "Drafts blog posts, articles, essays and emails from notes."),
+    WorkerInfo("editor", "Reviews drafts: clarity, tone and grammar; marks mistakes."),
+    WorkerInfo("translator", "Translates text between English and Chinese."),
+]
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ("Review my essay on climate change", "editor"),  # the verb, not the topic, decides
+        ("Reviewing this blog post, please", "editor"),
+        ("Write an essay about remote work", "drafter"),
+        ("Translate this paragraph into Chinese", "translator"),
+        ("請幫我檢查這篇文章", "editor"),  # traditional characters meet a simplified synonym
+    ],
+)
+def test_routing_does_not_depend_on_member_order(task: str, expected: str) -> None:
+    for members in (PUBLISHING, PUBLISHING[::-1], PUBLISHING[1:] + PUBLISHING[:1]):
+        routed = routing(task, members)
+        assert (routed.worker, routed.clear) == (expected, True), members
+
+
+def test_agent_nouns_meet_their_verbs() -> None:
+    workers = [WorkerInfo("reviewer", "Senior engineer."), WorkerInfo("tester", "QA engineer.")]
+    assert route("review the pull request", workers) == "reviewer"
+    assert route("test the login page", workers) == "tester"
+
+
+def test_a_question_is_a_look_up() -> None:
+    assert route("How does Redis persist data to disk?", WORKERS) == "researcher"
+    assert route("Redis 点样将数据写入磁盘？", WORKERS) == "researcher"
 
 
 def test_route_ties_default_and_fallback() -> None:
@@ -129,6 +164,57 @@ def test_comparison_without_aspects() -> None:
     assert plan.step("compare").depends_on == ["research_redis", "research_memcached"]
 
 
+@pytest.mark.parametrize(
+    ("request_text", "entities", "aspects"),
+    [
+        ("Compare Microsoft, Google and Amazon this year", ["Microsoft", "Google", "Amazon"], []),
+        ("AWS vs Azure vs GCP for startups", ["AWS", "Azure", "GCP"], []),
+        ("Which is cheaper for a startup, AWS or GCP?", ["AWS", "GCP"], []),
+        ("Should I use Kafka or RabbitMQ?", ["Kafka", "RabbitMQ"], []),
+        ("How does Rust compare to Go on memory safety?", ["Rust", "Go"], ["memory safety"]),
+        ("What are the pros and cons of Rust vs Go for CLI tools?", ["Rust", "Go"], []),
+        ("比较比亚迪和特斯拉最近的销量并分析原因", ["比亚迪", "特斯拉"], ["销量"]),
+        ("比較台北和東京的住宿費用", ["台北", "東京"], ["住宿費用"]),  # as written: traditional
+        ("幫我比較一下PostgreSQL同MySQL喺性能方面有咩分別", ["PostgreSQL", "MySQL"], ["性能"]),
+        ("Python同Go有咩分別？", ["Python", "Go"], []),
+    ],
+)
+def test_comparison_entities_and_aspects_as_written(
+    request_text: str, entities: list[str], aspects: list[str]
+) -> None:
+    parsed = parse_comparison(request_text)
+    assert parsed is not None
+    assert (list(parsed.entities), list(parsed.aspects)) == (entities, aspects)
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    ["How do I connect Python to PostgreSQL?", "Tell me about the history of Rome and Athens"],
+)
+def test_two_names_are_not_a_comparison(request_text: str) -> None:
+    assert parse_comparison(request_text) is None
+
+
+def test_rules_tier_order_strong_template_then_routing_then_weak_template() -> None:
+    templates = load_templates([BUILTIN_TEMPLATES_DIR])
+    strong = plan_by_rules("Please review this Python code for bugs", WORKERS, None, templates)
+    assert (strong.tier, strong.plan.name) == ("template", "code_review")
+    # one generic keyword ("code") does not outrank a clear route
+    routed = plan_by_rules("Write code that parses a CSV file", WORKERS, None, templates)
+    assert (routed.tier, [s.worker for s in routed.plan.steps]) == ("rules", ["coder"])
+    nothing = plan_by_rules("Bonjour tout le monde", WORKERS, "writer", templates)
+    assert (nothing.tier, [s.worker for s in nothing.plan.steps]) == ("fallback", ["writer"])
+    assert nothing.notes
+
+
+def test_a_template_the_team_cannot_run_is_passed_over_with_a_note() -> None:
+    templates = load_templates([BUILTIN_TEMPLATES_DIR])
+    team = [w for w in WORKERS if w.name != "critic"]  # code_review needs the critic
+    ruled = plan_by_rules("Please review this Python code for bugs", team, None, templates)
+    assert ruled.plan.name != "code_review"
+    assert any("'code_review' does not fit" in note for note in ruled.notes)
+
+
 def test_english_chain_first_then_finally() -> None:
     plan = decompose(
         "First research the EV market, then analyze the competitors, and finally write a report",
@@ -166,13 +252,19 @@ def test_chains(request_text: str, tasks: list[str] | None) -> None:
 
 
 def test_fallback_is_one_low_confidence_step() -> None:
-    plan = decompose("What is the capital of France?", WORKERS, default="writer")
+    plan = decompose("Bonjour tout le monde", WORKERS, default="writer")
     assert plan_errors(plan, NAMES) == []
     assert len(plan.steps) == 1
-    assert plan.steps[0].task == "What is the capital of France?"
+    assert plan.steps[0].task == "Bonjour tout le monde"
     assert plan.steps[0].worker == "writer"  # no overlap with any description -> default
     assert plan.confidence < 0.4
     assert "No decomposition rule matched" in plan.reasoning
+
+
+def test_a_clearly_routed_single_step_is_a_confident_plan() -> None:
+    plan = decompose("What is the capital of France?", WORKERS, default="writer")
+    assert [s.worker for s in plan.steps] == ["researcher"]  # a question asks to look up
+    assert plan.confidence == 0.6 and "fits the request best" in plan.reasoning
 
 
 def test_max_steps_cap_keeps_plan_valid_and_summary() -> None:
@@ -271,18 +363,23 @@ def test_instantiate_appends_request_and_is_brace_safe() -> None:
         instantiate(template, request, workers=["coder"])
 
 
-def test_match_template() -> None:
+def best(request: str, templates: dict[str, Template]) -> Template | None:
+    found = ranked(request, templates)
+    return found[0][1] if found else None
+
+
+def test_ranked_templates() -> None:
     templates = load_templates([BUILTIN_TEMPLATES_DIR])
-    matched = match_template("Please review this Python code for bugs", templates)
+    matched = best("Please review this Python code for bugs", templates)
     assert matched is not None and matched.name == "code_review"
-    research = match_template("Research quantum computing and write a report", templates)
+    research = best("Research quantum computing and write a report", templates)
     assert research is not None and research.name == "research_report"
-    chinese = match_template("请审查这段代码", templates)
+    chinese = best("请审查这段代码", templates)
     assert chinese is not None and chinese.name == "code_review"
-    assert match_template("What's the weather in Paris tomorrow?", templates) is None
+    assert ranked("What's the weather in Paris tomorrow?", templates) == []
 
 
-def test_match_template_prefers_regex_then_alphabetical() -> None:
+def test_ranked_templates_prefer_regex_then_alphabetical() -> None:
     def make(name: str, keywords: list[str], regex: list[str]) -> Template:
         return Template.model_validate(
             {
@@ -294,6 +391,6 @@ def test_match_template_prefers_regex_then_alphabetical() -> None:
 
     by_regex = make("zeta", [], [r"\bdeploy"])
     by_keyword = make("alpha", ["deploy"], [])
-    assert match_template("deploy it", {"alpha": by_keyword, "zeta": by_regex}) is by_regex
+    assert best("deploy it", {"alpha": by_keyword, "zeta": by_regex}) is by_regex
     twin = make("beta", ["deploy"], [])
-    assert match_template("deploy it", {"beta": twin, "alpha": by_keyword}) is by_keyword
+    assert best("deploy it", {"beta": twin, "alpha": by_keyword}) is by_keyword

@@ -223,7 +223,13 @@ def resume(
         raise _fail(exc) from None
 
     async def source(runner: Runner) -> AsyncIterator[Event]:
-        async for event in runner.resume_stream(run_id, **options):
+        chosen = options
+        if not no_input and options["answer"] is None and options["default"] is None:
+            from teamgraph.cli_pauses import ask
+
+            pending = await runner.pending(run_id)  # a paused run: ask here, as `run` does
+            chosen = ask(_err(), pending) if pending else options
+        async for event in runner.resume_stream(run_id, **chosen):
             yield event
 
     raise typer.Exit(_drive(team, source, events, interactive=not no_input))
@@ -373,12 +379,24 @@ async def _live(events: AsyncIterator[Event], view: RunView) -> None:
 
 
 def _table(view: RunView) -> Table:
+    from rich.markup import escape
     from rich.table import Table
 
-    title = f"run {view.run_id[:SHORT_ID]}  plan: {view.plan_name or '…'}"
+    title = f"run {view.run_id[:SHORT_ID]}"
+    if view.plan_name:
+        title += f"  plan: {view.plan_name}"
     if view.tier:
         title += f"  (tier {view.tier}, confidence {view.confidence:.2f})"
     table = Table(title=title, expand=False)
+    caption = f"{view.status} · {view.usage.total_tokens} tokens · ${view.usage.cost_usd:.4f}"
+    if not view.steps and view.agents:  # no plan (single, supervisor, swarm…): its agents
+        for column in ("agent", "state", "tokens", "detail"):
+            table.add_column(column)
+        for agent in view.agents.values():
+            state = f"[{STATE_STYLE[agent.state]}]{agent.state}[/]"
+            table.add_row(agent.name, state, str(agent.tokens or ""), escape(agent.detail))
+        table.caption = caption
+        return table
     for column in ("step", "state", "worker", "elapsed", "tokens", "detail"):
         table.add_column(column)
     for step in view.steps.values():
@@ -391,7 +409,7 @@ def _table(view: RunView) -> Table:
             str(step.tokens or ""),
             step.detail[:60],
         )
-    table.caption = f"{view.status} · {view.usage.total_tokens} tokens · ${view.usage.cost_usd:.4f}"
+    table.caption = caption
     return table
 
 

@@ -54,6 +54,20 @@ class ApprovalRequest(BaseModel):
     args: dict[str, Any]
     call_id: str
     step_id: str | None = None
+    args_schema: dict[str, Any] | None = Field(
+        default=None, description="JSON schema of the tool's arguments: an edit must match it."
+    )
+
+    def edit_errors(self, args: dict[str, Any]) -> str:
+        """Why ``args`` cannot replace this call's arguments (empty when they can)."""
+        if self.args_schema is None:
+            return ""
+        from jsonschema import Draft202012Validator  # imported when an edit is checked
+
+        errors = sorted(Draft202012Validator(self.args_schema).iter_errors(args), key=str)
+        return "; ".join(
+            f"{'.'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}" for e in errors
+        )
 
 
 class ApprovalPause(BaseModel):

@@ -30,7 +30,8 @@ class Plan(BaseModel):
     name: str = "plan"
     reasoning: str = ""
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
-    entities: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list, description="What the request compares.")
+    aspects: list[str] = Field(default_factory=list, description="What it compares them on.")
     steps: list[Step] = Field(default_factory=list)
 
     def step(self, step_id: str) -> Step:

@@ -8,6 +8,7 @@ test doubles) read instead of the text; the functions that build what a member i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from teamgraph.brief import Assignment, Brief, Purpose
@@ -69,6 +70,20 @@ def worker_prompt(task: str, context: list[tuple[str, str]]) -> str:
         return task
     blocks = "\n\n".join(f"### {step_id}\n{output}" for step_id, output in context)
     return f"{task}\n\n{CONTEXT_HEADING}\n\n{blocks}"
+
+
+def split_worker_prompt(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """A :func:`worker_prompt` read back: the task and the labelled outputs under it (as a
+    nested team receives a step's prompt as its request)."""
+    task, found, rest = text.partition(f"\n\n{CONTEXT_HEADING}\n\n")
+    if not found:
+        return text, []
+    blocks = re.split(r"(?:^|\n\n)### ", "\n\n" + rest)
+    context = []
+    for block in filter(None, blocks):
+        label, _, output = block.partition("\n")
+        context.append((label.strip(), output.strip()))
+    return task, context
 
 
 def worker_assignment(

@@ -100,7 +100,7 @@ class Toolbox:
             names = ", ".join(self.names) or "none"
             return ToolEntry(f"Tool {name} not found. Available: {names}", is_error=True)
         if self._sensitive(tool):
-            decision = self._decision(name, args, call_id, key.text)
+            decision = self._decision(tool, args, call_id, key.text)
             if decision.action == "reject":
                 comment = decision.comment or "no reason given"
                 return ToolEntry(f"The user rejected this call to {name}: {comment}", True)
@@ -133,7 +133,7 @@ class Toolbox:
             return ToolEntry(transferred(result.goto), goto=result.goto)
         return ToolEntry(as_text(result))
 
-    def _decision(self, name: str, args: dict[str, Any], call_id: str, key: str) -> Decision:
+    def _decision(self, tool: BaseTool, args: dict[str, Any], call_id: str, key: str) -> Decision:
         """The human's decision on this call, or pause the run to ask for one."""
         if not self.ctx.approvals:
             return Decision.reject("approvals are disabled for this run")
@@ -143,10 +143,11 @@ class Toolbox:
                 ApprovalRequest(
                     id=key,
                     agent=self.agent,
-                    tool=name,
+                    tool=tool.name,
                     args=args,
                     call_id=call_id,
                     step_id=self.step_id,
+                    args_schema=_arguments_schema(tool),
                 )
             )
             raise ApprovalPending(key)
@@ -185,3 +186,13 @@ def as_text(result: Any) -> str:
         return json.dumps(result, default=str)
     except TypeError:
         return str(result)
+
+
+def _arguments_schema(tool: BaseTool) -> dict[str, Any]:
+    """The JSON schema of what a model (or a human editing the call) passes to ``tool``."""
+    schema = tool.tool_call_schema
+    if isinstance(schema, dict):
+        return schema
+    if issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    return schema.schema()  # a pydantic v1 model

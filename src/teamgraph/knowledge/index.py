@@ -33,6 +33,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from teamgraph.errors import UsageError
 from teamgraph.knowledge.chunking import Chunk, chunk_markdown, chunk_text
@@ -170,7 +171,8 @@ class KnowledgeBase:
 
     def search(self, query: str, k: int = 5, collections: Sequence[str] = (SHARED,)) -> list[Hit]:
         """Return up to ``k`` chunks of ``collections`` matching any term of ``query``, best
-        first.
+        first — at most half of them (rounded up) from one file while other files match too, so
+        a query naming two subjects ("PostgreSQL MongoDB performance") hears from both.
 
         ``query`` is free text and never raises an FTS syntax error; a query with no searchable
         term (empty, punctuation only, stop words only) returns ``[]``.
@@ -186,10 +188,10 @@ class KnowledgeBase:
             collections=",".join("?" * len(collections)),
         )
         with self._connect() as conn:
-            rows = conn.execute(sql, (match, *collections, k)).fetchall()
+            rows = conn.execute(sql, (match, *collections, k * _CANDIDATES)).fetchall()
         return [
             Hit(source=source, heading=heading, snippet=_clean(snippet), text=text, score=-raw)
-            for source, heading, text, snippet, raw in rows
+            for source, heading, text, snippet, raw in _spread(rows, k)
         ]
 
     def scoped(self, collections: Sequence[str]) -> Scoped:
@@ -263,6 +265,25 @@ class Scoped:
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
         return self.base.search(query, k, self.collections)
+
+
+_CANDIDATES = 3  # rows fetched per hit returned, to choose among
+
+
+def _spread(rows: Sequence[Any], k: int) -> list[Any]:
+    """The best ``k`` rows (best first), at most ``ceil(k / 2)`` from one source while rows from
+    other sources remain; short of ``k``, the next best rows fill the gap."""
+    cap = -(-k // 2)
+    taken: list[Any] = []
+    per: dict[str, int] = {}
+    for row in rows:
+        if len(taken) < k and per.get(row[0], 0) < cap:
+            taken.append(row)
+            per[row[0]] = per.get(row[0], 0) + 1
+    rest = [row for row in rows if row not in taken]
+    taken += rest[: k - len(taken)]
+    order = {id(row): i for i, row in enumerate(rows)}
+    return sorted(taken, key=lambda row: order[id(row)])
 
 
 def _now() -> str:

@@ -9,6 +9,14 @@ from teamgraph.text import split_clarified, tokenize
 
 OFFLINE_NOTICE = "_Offline model (rule-based, no LLM): extractive answer from {n} source(s)._"
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_CODE = re.compile(r"`[^`\n]+`")
+_HIDDEN = re.compile(r"\x00(\d+)\x00")
+# "These notes cover ...": a document describing itself says nothing about the subject.
+_ABOUT_ITSELF = re.compile(
+    r"^(?:these|this|the following)\s+(?:notes?|documents?|pages?|sections?|files?|guides?|"
+    r"articles?|chapters?)\b",
+    re.I,
+)
 _HIT_LABEL = re.compile(r"^\[\d+\]\s+(.+)$")
 _MARKUP = re.compile(r"^(#+\s*|[-*]\s+|\d+\.\s+|>\s*|\*\*[^*]+\*\*:\s*)+")
 # Words that say what to do rather than what about; they make poor search terms.
@@ -60,24 +68,38 @@ def split_blocks(label: str, text: str) -> list[Source]:
 def sentences(text: str) -> list[str]:
     """Sentences of ``text``; hard-wrapped lines inside a paragraph are joined first."""
     text = re.sub(r"(?<=\S)[ \t]*\n(?=[ \t]*[^\s#>*\d-])", " ", text)
+    spans = _CODE.findall(text)  # code spans are never cut: hidden while splitting
+    numbers = iter(range(len(spans)))
+    text = _CODE.sub(lambda _: f"\x00{next(numbers)}\x00", text)
     out = []
     for raw in _SENTENCE.split(text):
         line = _MARKUP.sub("", raw.strip()).strip()
-        if len(line) >= 12 and not line.startswith(("_Offline model", "**Offline")):
+        line = _HIDDEN.sub(lambda m: spans[int(m.group(1))], line)
+        if len(line) < 12 or line.startswith(("_Offline model", "**Offline")):
+            continue
+        if not _ABOUT_ITSELF.match(line):
             out.append(line)
     return out
 
 
 def best_sentences(question: str, source: Source, limit: int) -> list[str]:
-    """The ``limit`` sentences of ``source`` sharing most words with ``question``, in text order."""
+    """Up to ``limit`` sentences of ``source`` that together cover most of ``question``'s words,
+    in text order: each pick is the sentence adding the most words not covered yet (then the
+    one sharing most, then the earlier), so "PostgreSQL and MongoDB" hears from both."""
     wanted = content_terms(question)
-    scored = []
-    for position, sentence in enumerate(sentences(source.text)):
-        overlap = len(wanted & content_terms(sentence))
-        if overlap:
-            scored.append((overlap, -position, sentence))
-    top = sorted(scored, reverse=True)[:limit]
-    return [s for _, _, s in sorted(top, key=lambda item: -item[1])]
+    candidates = [
+        (position, sentence, wanted & content_terms(sentence))
+        for position, sentence in enumerate(sentences(source.text))
+    ]
+    candidates = [c for c in candidates if c[2]]
+    picked: list[tuple[int, str, set[str]]] = []
+    covered: set[str] = set()
+    while candidates and len(picked) < limit:
+        best = max(candidates, key=lambda c: (len(c[2] - covered), len(c[2]), -c[0]))
+        picked.append(best)
+        covered |= best[2]
+        candidates.remove(best)
+    return [sentence for _, sentence, _ in sorted(picked)]
 
 
 def extractive_answer(question: str, sources: list[Source], per_source: int = 2) -> str:
@@ -88,9 +110,11 @@ def extractive_answer(question: str, sources: list[Source], per_source: int = 2)
             + "\n\nNo documents, tool results or previous steps were available to answer: "
             + question.strip().splitlines()[0]
         )
-    sections = []
+    sections, used = [], set()
     for source in sources:
         picked = best_sentences(question, source, per_source) or sentences(source.text)[:1]
+        picked = [s for s in picked if s not in used]  # a sentence is quoted once
+        used.update(picked)
         if picked:
             sections.append(f"**{source.label}**: " + " ".join(picked))
     body = "\n\n".join(sections) or "The sources did not contain text relevant to the task."

@@ -26,6 +26,7 @@ from langchain_core.messages import (
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
+from teamgraph import prompts
 from teamgraph.brief import Brief, current_brief
 from teamgraph.llm import _collab
 from teamgraph.llm._binding import BindsTools
@@ -115,7 +116,8 @@ def _reply(
     if brief.role == "moderator" and tools:
         return moderate(brief.request, tools[0])
     if brief.role == "synthesizer":
-        return AIMessage(content=extractive_answer(brief.request, _context(brief)))
+        sources = [Source(label, text) for label, text in brief.context if text.strip()]
+        return AIMessage(content=extractive_answer(brief.request, sources))
     if brief.role == "supervisor" and tools:
         return supervisor_reply(brief, tools)
     if _collab.handles(brief, tools):  # collaborative outlines, drafts and review verdicts
@@ -138,8 +140,14 @@ def _plan_reply(brief: Brief) -> AIMessage:
     return AIMessage(content=f"```json\n{plan.model_dump_json(indent=2)}\n```")
 
 
-def _context(brief: Brief) -> list[Source]:
-    return [Source(label, text) for label, text in brief.context if text.strip()]
+def _task_and_context(brief: Brief) -> tuple[str, list[Source]]:
+    """What the member is asked and the outputs it was given: from the brief, or read from the
+    prompt when the brief holds none (a nested team's step gets its parent step's prompt)."""
+    task = brief.request if brief.handoff_from else brief.task
+    context = list(brief.context)
+    if not context:
+        task, context = prompts.split_worker_prompt(task)
+    return task, [Source(label, text) for label, text in context if text.strip()]
 
 
 def _agent_reply(
@@ -148,7 +156,7 @@ def _agent_reply(
     """A member at work: call the tool that fits the task (once per turn), then answer from
     what the tools returned and the task's context. A handed-over conversation is worked as
     the user's latest message (the handoff note would only match the handoff tools)."""
-    task = brief.request if brief.handoff_from else brief.task
+    task, context = _task_and_context(brief)
     forced = _forced_tool(tools, tool_choice)
     if forced is not None:
         return _call(forced, task)
@@ -156,7 +164,7 @@ def _agent_reply(
         chosen = _choose_tool(task, tools)
         if chosen is not None:
             return _call(chosen, task)
-    sources = _context(brief) + _tool_results(messages)
+    sources = context + _tool_results(messages)
     return AIMessage(content=extractive_answer(task, sources))
 
 
@@ -211,11 +219,14 @@ def fill_arguments(schema: dict[str, Any], task: str) -> dict[str, Any]:
     args: dict[str, Any] = {}
     props: dict[str, Any] = schema.get("properties", {})
     for name in schema.get("required", list(props)):
-        args[name] = _guess(props.get(name, {}), task)
+        args[name] = _guess(name, props.get(name, {}), task)
     return args
 
 
-def _guess(prop: dict[str, Any], task: str) -> Any:
+_VERBATIM = frozenset({"text", "content", "body", "note", "message", "value", "description"})
+
+
+def _guess(name: str, prop: dict[str, Any], task: str) -> Any:
     if "enum" in prop:
         return prop["enum"][0]
     kind = prop.get("type", "string")
@@ -229,6 +240,9 @@ def _guess(prop: dict[str, Any], task: str) -> Any:
         return []
     if kind == "object":
         return fill_arguments(prop, task)
+    if name.lower() in _VERBATIM:  # what to write down: the words after "Save a note:", as written
+        first = task.strip().splitlines()[0] if task.strip() else ""
+        return (first.split(":", 1)[-1].strip() or first)[:500]
     return search_query(task)[:500]
 
 

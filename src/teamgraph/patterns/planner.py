@@ -1,4 +1,5 @@
-"""The workflow planner's four tiers: template → model plan (one repair) → rules → one step."""
+"""The workflow planner's tiers: a named template → the model's plan (one repair) → the rules
+(decomposition, matched templates, routing) → one step on the default worker."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from teamgraph.errors import RunStop
 from teamgraph.events import PlannerTier
 from teamgraph.journal import JournalKey
 from teamgraph.llm.call import Caller, ask
-from teamgraph.plan import Plan, Step, plan_errors
+from teamgraph.plan import Plan, plan_errors
 from teamgraph.planning.routing import WorkerInfo
-from teamgraph.planning.rules import FALLBACK_CONFIDENCE, decompose
-from teamgraph.planning.templates import Template, instantiate, match_template
+from teamgraph.planning.rules import plan_by_rules
+from teamgraph.planning.templates import Template, instantiate
 from teamgraph.run_context import RunContext
 
 PLANNER = "planner"  # the role: its model override and the usage it is charged
@@ -46,13 +47,19 @@ async def make_plan(request: str, ctx: RunContext, template: str | None = None) 
             plan = _checked(instantiate(found, request), ctx, notes, f"template {template!r}")
             if plan:
                 return PlanDecision(plan, "template", notes)
-    plan = await _model_plan(request, ctx, notes)
-    if plan:  # the offline model plans by the rules: say so
-        return PlanDecision(plan, "rules" if _offline_planner(ctx) else "llm", notes)
-    plan = _rules_plan(request, ctx, notes)
-    if plan:
-        return PlanDecision(plan, "rules", notes)
-    return PlanDecision(_single_step(request, ctx), "fallback", notes)
+    if not _offline_planner(ctx):  # the offline model would plan by the same rules
+        plan = await _model_plan(request, ctx, notes)
+        if plan:
+            return PlanDecision(plan, "llm", notes)
+    team = ctx.team
+    ruled = plan_by_rules(
+        request,
+        [WorkerInfo(m.name, m.description) for m in team.members],
+        team.default_worker,
+        templates,
+        max_steps=team.workflow.max_steps,
+    )
+    return PlanDecision(ruled.plan, ruled.tier, notes + ruled.notes)
 
 
 async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan | None:
@@ -110,37 +117,9 @@ def parse_plan(text: str, workers: list[str], max_steps: int) -> tuple[Plan | No
     return plan, plan_errors(plan, workers, max_steps)
 
 
-def _rules_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan | None:
-    """A decomposition rule when one fires, else the best-matching template."""
-    team = ctx.team
-    workers = [WorkerInfo(m.name, m.description) for m in team.members]
-    plan = decompose(request, workers, team.default_worker, max_steps=team.workflow.max_steps)
-    if plan.confidence > FALLBACK_CONFIDENCE and not plan_errors(
-        plan, [w.name for w in workers], team.workflow.max_steps
-    ):
-        return plan
-    matched = match_template(request, ctx.templates)
-    if matched is not None:
-        found = _checked(instantiate(matched, request), ctx, notes, f"template {matched.name!r}")
-        if found:
-            return found
-    notes.append("no decomposition rule or template matched the request")
-    return None
-
-
 def _checked(plan: Plan, ctx: RunContext, notes: list[str], what: str) -> Plan | None:
     errors = plan_errors(plan, [m.name for m in ctx.team.members], ctx.team.workflow.max_steps)
     if errors:
         notes.append(f"{what} does not fit this team: {'; '.join(errors)}")
         return None
     return plan
-
-
-def _single_step(request: str, ctx: RunContext) -> Plan:
-    worker = ctx.team.default_worker
-    return Plan(
-        name="Single step",
-        reasoning=f"No plan could be made; the default worker {worker!r} takes the request.",
-        confidence=0.0,
-        steps=[Step(id="answer", worker=worker, task=request)],
-    )

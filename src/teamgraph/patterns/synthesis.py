@@ -17,10 +17,13 @@ SYNTHESIZER = "synthesizer"  # the role: its model override and the usage it is 
 
 
 def concat_report(plan: Plan, records: dict[str, StepRecord]) -> str:
-    """``# Workflow Results: <plan>``, ``*Completed N steps*``, then one section per step."""
+    """``# Workflow Results: <plan>``, ``*Completed N steps*``, then one section per step; a
+    plan of one step that is done: that step's output, as it is."""
     ordered = [(s, records[s.id]) for s in plan.steps if s.id in records]
     if not ordered:
         return NO_RESULTS
+    if len(plan.steps) == 1 and ordered[0][1].status == "done":
+        return ordered[0][1].output
     done = sum(1 for _, r in ordered if r.status == "done")
     sections = [_section(s, r) for s, r in ordered]
     header = f"# Workflow Results: {plan.name}\n\n*Completed {done} steps*"

@@ -5,36 +5,79 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from teamgraph.text import has_cjk
+from teamgraph.text import has_cjk, simplified
 
 _TRIM = " \t\r\n.,;:!?。，；：！？、\"'“”"
 _MAX_ENTITY_WORDS = 5
 _MAX_ENTITY_CHARS = 40
 
 # --- comparisons -----------------------------------------------------------------------------
-_EN_VERB = re.compile(
-    r"^(?:please\s+|can you\s+|could you\s+)?(?:compare|contrast)\s+(?P<body>.+)$", re.I | re.S
+_EN_ASK = r"(?:(?:please|can you|could you|would you|help me|i want to|i'd like to|let's)\s+)*"
+_EN_OPENERS = (  # each names its body: the entities, with the aspects before or after them
+    re.compile(rf"^{_EN_ASK}(?:compare|contrast)\s+(?:between\s+)?(?P<body>.+)$", re.I | re.S),
+    re.compile(r"\bdifferences?\s+between\s+(?P<body>.+)$", re.I | re.S),
+    re.compile(r"\bpros\s+and\s+cons\s+of\s+(?P<body>.+)$", re.I | re.S),
+    re.compile(
+        r"\bhow\s+(?:does|do|did)\s+(?P<body>.+?\s+(?:compare|stack\s+up|differ)\s+"
+        r"(?:to|with|against|from)\s+.+)$",
+        re.I | re.S,
+    ),
+    re.compile(  # "Which is cheaper for a startup, AWS or GCP?"
+        r"^(?:which|what)\b[^,:]*[,:]\s*(?P<body>[^,:]+?\s+or\s+[^:]+)$", re.I | re.S
+    ),
+    re.compile(  # "Should I use Kafka or RabbitMQ for ...?"
+        r"^(?:should|shall|do|would)\s+(?:i|we)\s+(?:use|pick|choose|learn|buy|get|go\s+with|"
+        r"adopt|rent|book|invest\s+in)\s+(?P<body>.+?\s+or\s+.+)$",
+        re.I | re.S,
+    ),
+    re.compile(  # "React or Vue: which should I learn first?"
+        r"^(?P<body>[^,:?]+?\s+or\s+[^,:?]+?)\s*[,:?]\s*which\b", re.I | re.S
+    ),
 )
-_EN_DIFF = re.compile(r"\bdifferences?\s+between\s+(?P<body>.+)$", re.I | re.S)
 _EN_VS = re.compile(r"\s(?:vs\.?|versus)\s", re.I)
 _EN_ASPECT_MARK = re.compile(
-    r"\s*:\s*|\s+(?:on|in terms of|regarding|with re(?:spect|gard) to|across|based on)\s+", re.I
+    r"\s*:\s*|\s+(?:on|in\s+terms\s+of|regarding|with\s+re(?:spect|gard)\s+to|across|"
+    r"based\s+on|when\s+it\s+comes\s+to)\s+",
+    re.I,
 )
-_EN_THE_OF = re.compile(r"^the\s+(?P<aspects>.+?)\s+of\s+(?P<entities>.+)$", re.I | re.S)
+_EN_OF = re.compile(r"\s+(?:of|in|at)\s+", re.I)
 _EN_ENTITY_SEP = re.compile(
-    r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|with|to|vs\.?|versus|against|or)\s+", re.I
+    r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|with|to|vs\.?|versus|against|or|from|"
+    r"compared\s+(?:to|with)|(?:compare|stack\s+up|differ)\s+(?:to|with|against|from))\s+",
+    re.I,
 )
 _EN_ASPECT_SEP = re.compile(r"\s*[,;/&]\s*(?:and\s+)?|\s+and\s+", re.I)
-_EN_LEADING = re.compile(r"^(?:the|their|its|both)\s+", re.I)
-
-_ZH_VERB = re.compile(r"^(?:请|帮我|请帮我)?\s*(?:比较|对比|比对)(?:一下)?\s*(?P<body>.+)$", re.S)
-_ZH_DIFF = re.compile(
-    r"^(?:请问)?\s*(?P<body>.+?)\s*(?:之间)?(?:有什么|有何|有哪些)?(?:区别|差异|异同)"
+_EN_LEADING = re.compile(r"^(?:the|a|an|their|its|both|between|using|is|are)\s+", re.I)
+# Words after an entity or aspect that set the scene rather than name it: "Amazon this year",
+# "GCP for startups", "cost in 2025", "... and recommend one".
+_EN_CONTEXT = re.compile(
+    r"\s+(?:for|in|this|last|next|today|now|right\s+now|these\s+days|nowadays|when|if|as|at|"
+    r"during|since|which|that|so|because|and\s+(?:recommend|tell|give|explain|suggest|say|"
+    r"pick|decide|choose|help|list|write|summari[sz]e))\b.*$",
+    re.I | re.S,
 )
-_ZH_ASPECT_MARK = re.compile(r"\s*(?:的|在)\s*")
-_ZH_ENTITY_SEP = re.compile(r"\s*(?:以及|还是|和|与|跟|及|、|,|，|vs\.?|VS|versus)\s*")
-_ZH_ASPECT_SEP = re.compile(r"\s*(?:以及|和|与|及|或|、|,|，|;|；|/)\s*")
-_ZH_ASPECT_TAIL = re.compile(r"(?:方面|上)?(?:的)?(?:差异|区别|异同|优劣|不同|表现|对比|比较)?$")
+
+_ZH_ASK = r"(?:请问|请|麻烦|帮我|帮忙|唔该|可唔可以|可以|你可以|能不能|能否|想)*"
+_ZH_OPENERS = (
+    re.compile(rf"^{_ZH_ASK}\s*(?:比较|对比|比对)(?:一下|下)?\s*(?P<body>.+)$", re.S),
+    re.compile(
+        rf"^{_ZH_ASK}\s*(?P<body>.+?)\s*(?:之间|两者|两个)?(?:有什么|有何|有哪些|有咩|有乜|有啲咩)?"
+        r"(?:区别|差异|异同|不同|分别|差别)",
+        re.S,
+    ),
+    re.compile(
+        rf"^{_ZH_ASK}\s*(?P<body>.+?)\s*[，,]?\s*(?:哪个|哪一个|哪款|哪家|边个|边款|边间|谁)", re.S
+    ),
+)
+_ZH_ASPECT_MARK = re.compile(r"\s*(?:的|在|喺|嘅)\s*")
+_ZH_ENTITY_SEP = re.compile(r"\s*(?:以及|还是|或者|和|与|跟|及|同|、|,|，|vs\.?|VS|versus)\s*")
+_ZH_ASPECT_SEP = re.compile(r"\s*(?:以及|和|与|及|或|同|、|,|，|;|；|/)\s*")
+_ZH_CLAUSE_END = re.compile(r"(?:并且|并|然后|再|。|？|\?|！|!).*$", re.S)
+_ZH_ASPECT_TAIL = re.compile(
+    r"(?:方面|上)?(?:之间)?(?:的|嘅)?(?:有什么|有何|有哪些|有咩|有乜|有啲咩)?"
+    r"(?:差异|区别|异同|优劣|不同|分别|差别|表现|对比|比较)?$"
+)
+_ZH_CONTEXT = re.compile(r"(?:最近|今年|去年|近年|目前|现在|而家|近期|这几年|这两年|两者|两个)+$")
 
 
 @dataclass(frozen=True)
@@ -47,11 +90,15 @@ class Comparison:
 
 
 def parse_comparison(text: str) -> Comparison | None:
-    """The comparison ``text`` asks for, or None when it is not a comparison of 2+ things."""
+    """The comparison ``text`` asks for, or None when it is not a comparison of 2+ things.
+
+    Chinese is read in simplified characters; entities and aspects come back as written."""
     text = text.strip()
     chinese = has_cjk(text)
-    parsed = _parse_chinese(text) if chinese else None
-    if parsed is None:
+    parsed = _parse_chinese(simplified(text)) if chinese else None
+    if parsed is not None:
+        parsed = _as_written(text, simplified(text), parsed)
+    else:
         parsed = _parse_english(text)
     if parsed is None:
         return None
@@ -65,46 +112,83 @@ def _short(entity: str) -> bool:
     return len(entity.split()) <= _MAX_ENTITY_WORDS and len(entity) <= _MAX_ENTITY_CHARS
 
 
-def _clean(parts: list[str], leading: re.Pattern[str] | None = None) -> list[str]:
+def _clean(parts: list[str], *cuts: re.Pattern[str]) -> list[str]:
     out: list[str] = []
     for part in parts:
         part = part.strip(_TRIM)
-        part = leading.sub("", part).strip(_TRIM) if leading else part
+        for cut in cuts:
+            part = cut.sub("", part).strip(_TRIM)
         if part and part.lower() != "etc" and part not in out:
             out.append(part)
     return out
 
 
 def _parse_english(text: str) -> tuple[list[str], list[str]] | None:
-    match = _EN_VERB.match(text) or _EN_DIFF.search(text)
+    text = text.rstrip(" ?!.")
+    match = next((m for p in _EN_OPENERS if (m := p.search(text))), None)
     body = match.group("body") if match else (text if _EN_VS.search(text) else None)
     if body is None:
         return None
     mark = _EN_ASPECT_MARK.search(body)
-    the_of = _EN_THE_OF.match(body.strip())
     if mark:
         entities, aspects = body[: mark.start()], body[mark.end() :]
-    elif the_of:
-        entities, aspects = the_of.group("entities"), the_of.group("aspects")
     else:
-        entities, aspects = body, ""
+        aspects, entities = _aspects_of(body.strip())
     if match is None:  # "..., A vs B": only the clause holding "vs" names the entities
         clauses = reversed(re.split(r"[,;?!]\s+", entities))
         entities = next((c for c in clauses if _EN_VS.search(c)), entities)
     return (
-        _clean(_EN_ENTITY_SEP.split(entities), _EN_LEADING),
-        _clean(_EN_ASPECT_SEP.split(aspects), _EN_LEADING),
+        _clean(_EN_ENTITY_SEP.split(entities), _EN_LEADING, _EN_CONTEXT),
+        _clean(_EN_ASPECT_SEP.split(aspects), _EN_LEADING, _EN_CONTEXT),
     )
 
 
+def _aspects_of(body: str) -> tuple[str, str]:
+    """ "the cost of living in A and B": the aspects before the last "of"/"in"/"at" that is
+    followed by two or more entities ("cost of living", "A and B"). Several aspects ("the cost
+    and latency of A and B") only after "the": "A and B in X and Y" names no aspects."""
+    cuts = [m for m in _EN_OF.finditer(body) if _EN_ENTITY_SEP.search(body[m.end() :])]
+    if not cuts:
+        return "", body
+    aspects = body[: cuts[-1].start()]
+    if _EN_ENTITY_SEP.search(aspects) and not re.match(r"the\s", aspects, re.I):
+        return "", body
+    return aspects, body[cuts[-1].end() :]
+
+
 def _parse_chinese(text: str) -> tuple[list[str], list[str]] | None:
-    match = _ZH_VERB.match(text) or _ZH_DIFF.match(text)
+    match = next((m for p in _ZH_OPENERS if (m := p.match(text))), None)
     if match is None:
         return None
-    parts = _ZH_ASPECT_MARK.split(match.group("body").strip(_TRIM), maxsplit=1)
+    body = _ZH_CLAUSE_END.sub("", match.group("body")).strip(_TRIM)
+    parts = _ZH_ASPECT_MARK.split(body, maxsplit=1)
     aspects = _ZH_ASPECT_TAIL.sub("", parts[1].strip(_TRIM)) if len(parts) > 1 else ""
-    cleaned = [_ZH_ASPECT_TAIL.sub("", a.strip(_TRIM)) for a in _ZH_ASPECT_SEP.split(aspects)]
-    return _clean(_ZH_ENTITY_SEP.split(parts[0])), _clean(cleaned)
+    return (
+        _clean(_ZH_ENTITY_SEP.split(parts[0]), _ZH_CONTEXT),
+        _clean(_ZH_ASPECT_SEP.split(aspects), _ZH_ASPECT_TAIL, _ZH_CONTEXT),
+    )
+
+
+def _as_written(
+    original: str, converted: str, parsed: tuple[list[str], list[str]]
+) -> tuple[list[str], list[str]]:
+    return _written_as(original, converted, parsed[0]), _written_as(original, converted, parsed[1])
+
+
+def _written_as(original: str, converted: str, items: list[str]) -> list[str]:
+    """Items found in ``converted`` (the same length as ``original``) as ``original`` spells
+    them, each searched after the one before."""
+    out, at = [], 0
+    for item in items:
+        found = converted.find(item, at)
+        if found < 0:
+            found = converted.find(item)
+        if found < 0:
+            out.append(item)
+            continue
+        out.append(original[found : found + len(item)])
+        at = found + len(item)
+    return out
 
 
 # --- sequences -------------------------------------------------------------------------------
@@ -124,8 +208,12 @@ _MAX_PREFIX_CHARS = 40
 
 def split_sequence(text: str) -> list[str]:
     """The ordered parts of a request ("first A, then B, finally C", "1. A 2. B",
-    "首先A，然后B，最后C", "A，再B", "A并且B"); ``[]`` when it is not a sequence of 2+ parts."""
+    "首先A，然后B，最后C", "A，再B", "A并且B"; traditional characters too, parts as written);
+    ``[]`` when it is not a sequence of 2+ parts."""
     text = text.strip()
+    converted = simplified(text)
+    if converted != text:
+        return _written_as(text, converted, split_sequence(converted))
     parts = _split_numbered(text)
     if not parts:
         first_next = _NEXT.search(text)

@@ -1,11 +1,23 @@
-"""Route a task to the worker whose name and description best overlap it (no LLM involved)."""
+"""Route a task to the worker whose name and description best overlap it (no LLM involved).
+
+A request word counts for a worker when the worker's name or description holds it (1, or 2 when
+its name holds it as written), or a synonym of it (under 0.5); a word matching several workers
+shares its weight among them, in proportion. The request's first word naming a kind of work
+("review", "translate", "调研", "写") weighs 3 — it says what is asked; later such words weigh
+1.5 (often the object: "review this *draft report*"), other words 1. A question also asks to
+look something up (weight 2 for a wh-question — "how does Redis write to disk?", "点样…" — whose
+verbs then get no lead weight; 1 for a yes/no question). Chinese is read in simplified
+characters, and the synonym table's Chinese words are found inside it. Scores never depend on
+the order the workers are listed in.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from teamgraph.text import tokenize
+from teamgraph.text import has_cjk, simplified, stem, tokenize
 
 
 @dataclass(frozen=True)
@@ -16,26 +28,94 @@ class WorkerInfo:
     description: str
 
 
+@dataclass(frozen=True)
+class Routing:
+    """Where a task goes, how well the worker matched it, and the best other worker's score."""
+
+    worker: str
+    score: float
+    runner_up: float
+
+    @property
+    def clear(self) -> bool:
+        """The worker matched the task and no other worker matched it as well."""
+        return self.score > self.runner_up
+
+
 _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("research", "find", "search", "look", "lookup", "gather", "investigate", "explore", "source",
-     "fact", "evidence", "information", "调研", "研究", "查找", "搜索", "查询", "资料", "收集",
-     "事实"),
-    ("analyze", "analyse", "analysis", "compare", "comparison", "evaluate", "evaluation", "assess",
-     "calculate", "compute", "measure", "differ", "difference", "versus", "vs", "tradeoff",
-     "分析", "比较", "对比", "评估", "计算", "权衡"),
-    ("write", "summarize", "summarise", "summary", "report", "draft", "overview", "总结", "报告",
-     "撰写", "写作", "摘要", "概述", "汇总"),
+    ("research", "find", "search", "look", "lookup", "gather", "collect", "investigate", "explore",
+     "source", "fact", "evidence", "information", "调研", "研究", "查找", "搜索", "查询", "资料",
+     "收集", "搜集", "事实", "检索", "查", "搵"),
+    ("analyze", "analyse", "analysis", "analyst", "compare", "comparison", "evaluate",
+     "evaluation", "assess", "calculate", "compute", "measure", "differ", "difference", "versus",
+     "vs", "tradeoff", "risk", "分析", "比较", "对比", "评估", "计算", "权衡", "算", "风险"),
+    ("write", "summarize", "summarise", "summary", "report", "draft", "overview", "compose",
+     "author", "polish", "总结", "报告", "撰写", "写作", "摘要", "概述", "汇总", "撰稿", "起草",
+     "写", "润色"),
     ("code", "implement", "implementation", "debug", "bug", "program", "programming", "script",
-     "fix", "refactor", "function", "代码", "实现", "编程", "调试", "程序", "修复", "函数"),
+     "fix", "refactor", "function", "developer", "engineer", "build", "endpoint", "api", "sql",
+     "migration", "代码", "程式", "实现", "编程", "调试", "程序", "修复", "函数", "脚本", "接口",
+     "迁移"),
     ("review", "check", "critique", "critic", "verify", "audit", "proofread", "validate", "error",
-     "mistake", "审查", "检查", "评审", "审核", "校对", "验证"),
+     "mistake", "edit", "feedback", "grammar", "pull", "审查", "检查", "评审", "审核", "校对",
+     "验证", "核对", "批改", "修改", "语法"),
+    ("test", "tests", "testing", "qa", "reproduce", "coverage", "测试", "单测"),
+    ("translate", "translation", "翻译", "译成", "译"),
+    ("travel", "trip", "flight", "hotel", "itinerary", "visa", "vacation", "holiday", "train",
+     "旅行", "旅游", "行程", "机票", "酒店", "签证", "出行", "玩"),
+    ("finance", "budget", "saving", "save", "retire", "retirement", "loan", "mortgage", "stock",
+     "fund", "tax", "invest", "investment", "money", "exchange", "理财", "预算", "储蓄", "储",
+     "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱"),
+    ("weather", "forecast", "rain", "temperature", "climate", "snow", "sunny", "cold", "hot",
+     "warm", "天气", "雨", "气温", "预报", "气候", "温度", "冷", "热"),
+    ("document", "documentation", "readme", "tutorial", "changelog", "docs", "文档", "教程"),
+    ("order", "refund", "account", "login", "shipping", "delivery", "subscription", "订单",
+     "退款", "账户", "帐户", "登录", "登入", "发货", "快递", "客服"),
+    ("restaurant", "recipe", "gift", "cook", "dinner", "opening", "菜", "食谱", "餐厅", "礼物"),
 )  # fmt: skip
+_CJK_WORDS = tuple(  # matched inside a request's Chinese text, longest first
+    sorted({w for group in _SYNONYM_GROUPS for w in group if has_cjk(w)}, key=len, reverse=True)
+)
+
+
+# "How does Redis write to disk?": a wh-question asks to look something up, whatever its verbs
+_WH_QUESTION = re.compile(
+    r"^(?:what|what's|how|why|when|where|who|which)\b|什么|甚么|怎么|怎样|如何|为什么|点样|点解|"
+    r"咩|边度|几时|哪里|多少|几多",
+    re.I,
+)
+_QUESTION = re.compile(r"[?？]\s*$|^(?:is|are|does|do|can|could|should)\b|[吗呢]\W*$", re.I)
+_LOOKUP = "lookup"  # what a question asks for when it names no other kind of work
+
+
+def _forms(token: str) -> set[str]:
+    """A token and, for an agent noun ("reviewer", "translator"), the verb it comes from."""
+    forms = {token}
+    if token.isascii() and len(token) > 5 and token.endswith(("er", "or")):
+        base = token[:-2]
+        base = base[:-1] if len(base) > 3 and base[-1] == base[-2] else base  # planner → plan
+        forms.update({stem(base), stem(base + "e")})
+    return forms
+
+
+def _ordered_terms(text: str) -> list[str]:
+    """The words of ``text`` that can match: stems and CJK bigrams (with the verb of each agent
+    noun), then the Chinese words of the synonym table found in it ("写", "落雨" → "雨")."""
+    terms = [form for token in tokenize(text) for form in _forms(token)]
+    if has_cjk(text):
+        plain = simplified(text)
+        terms += [word for word in _CJK_WORDS if word in plain]
+    return list(dict.fromkeys(terms))
+
+
+def _terms(text: str) -> set[str]:
+    return set(_ordered_terms(text))
 
 
 def _build_synonyms() -> dict[str, frozenset[str]]:
     table: dict[str, set[str]] = {}
     for group in _SYNONYM_GROUPS:
-        stems = {token for word in group for token in tokenize(word)}
+        stems = {form for word in group for form in _terms(word)}
         for token in stems:
             table.setdefault(token, set()).update(stems)
     return {token: frozenset(group) for token, group in table.items()}
@@ -44,15 +124,13 @@ def _build_synonyms() -> dict[str, frozenset[str]]:
 _SYNONYMS = _build_synonyms()
 
 
-def _score(text_tokens: set[str], described: set[str]) -> float:
-    score = 0.0
-    for token in text_tokens:
-        if token in described:
-            score += 1.0
-        else:  # synonym-only: 0.25, 0.375, 0.4375, ... (always < 0.5) as more synonyms hit
-            hits = len(_SYNONYMS.get(token, frozenset()) & described)
-            score += 0.5 * (1 - 0.5**hits)
-    return score
+def _match(token: str, described: set[str]) -> float:
+    """1 for a word the description holds; under 0.5 when only its synonyms hit (0.25, 0.375,
+    ... as more of them do)."""
+    if token in described:
+        return 1.0
+    hits = len(_SYNONYMS.get(token, frozenset()) & described)
+    return 0.5 * (1 - 0.5**hits)
 
 
 def overlap_score(text: str, description: str) -> float:
@@ -62,25 +140,56 @@ def overlap_score(text: str, description: str) -> float:
     Synonyms expand the text's tokens only (e.g. "调研" or "look" also counts as "research",
     "search", "gather", ...), so any description is scored by its own words.
     """
-    return _score(set(tokenize(text)), set(tokenize(description)))
+    described = _terms(description)
+    return sum(_match(token, described) for token in _terms(text))
+
+
+def scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
+    """Every worker's score for ``text`` (see the module's docstring)."""
+    profiles = {}
+    for w in workers:
+        spelled = w.name.replace("_", " ").replace("-", " ")
+        named = set(tokenize(spelled))  # as written: "writer" does not double "write"
+        profiles[w.name] = (named, _terms(spelled) | _terms(w.description))
+    totals = dict.fromkeys(profiles, 0.0)
+    words = [(token, 1.0) for token in _ordered_terms(text)]
+    asked = simplified(text.strip())
+    wh = _WH_QUESTION.search(asked) is not None
+    if wh or _QUESTION.search(asked):  # a question asks to look something up
+        words.append((_LOOKUP, 2.0 if wh else 1.0))
+    lead = not wh  # the first word naming a kind of work says what the request asks for
+    for token, weight in words:
+        matches = {
+            name: _match(token, described) * (2.0 if token in named else 1.0)
+            for name, (named, described) in profiles.items()
+        }
+        held = sum(matches.values())
+        if not held:
+            continue
+        if token in _SYNONYMS and token != _LOOKUP:
+            weight, lead = (3.0 if lead else 1.5), False
+        for name, value in matches.items():  # shared among the workers it matches
+            totals[name] += weight * value / max(held, 1.0)
+    return totals
+
+
+def routing(text: str, workers: Sequence[WorkerInfo], default: str | None = None) -> Routing:
+    """Where ``text`` goes: the best-scoring worker. A tie goes to ``default`` when it is among
+    the best, else to the first name alphabetically; without any overlap, to ``default`` if it
+    names one of ``workers``, else to the first worker. Raises :class:`ValueError` when
+    ``workers`` is empty."""
+    if not workers:
+        raise ValueError("route() needs at least one worker")
+    ranked = sorted(scores(text, workers).items(), key=lambda item: (-item[1], item[0]))
+    best = ranked[0][1]
+    runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
+    names = [w.name for w in workers]
+    if best <= 0:
+        return Routing(default if default in names else names[0], 0.0, 0.0)
+    tied = [name for name, score in ranked if score == best]
+    return Routing(default if default in tied else tied[0], best, runner_up)
 
 
 def route(text: str, workers: Sequence[WorkerInfo], default: str | None = None) -> str:
-    """Name of the worker whose name + description best overlaps ``text``.
-
-    Ties go to the earlier worker. Without any overlap: ``default`` if it names one of
-    ``workers``, else the first worker. Raises :class:`ValueError` when ``workers`` is empty.
-    """
-    if not workers:
-        raise ValueError("route() needs at least one worker")
-    tokens = set(tokenize(text))
-    best: str | None = None
-    best_score = 0.0
-    for worker in workers:
-        score = _score(tokens, set(tokenize(f"{worker.name} {worker.description}")))
-        if score > best_score:
-            best, best_score = worker.name, score
-    if best is not None:
-        return best
-    names = [w.name for w in workers]
-    return default if default in names else names[0]
+    """Name of the worker :func:`routing` sends ``text`` to."""
+    return routing(text, workers, default).worker

@@ -3,16 +3,88 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from teamgraph.plan import Plan, Step
+from teamgraph.events import PlannerTier
+from teamgraph.plan import Plan, Step, plan_errors
 from teamgraph.planning.parsing import Comparison, parse_comparison, split_sequence
-from teamgraph.planning.routing import WorkerInfo, route
+from teamgraph.planning.routing import WorkerInfo, route, routing
+from teamgraph.planning.templates import Template, instantiate, ranked
+from teamgraph.prompts import split_worker_prompt
 from teamgraph.text import has_cjk
 
 COMPARISON_CONFIDENCE = 0.8
 SEQUENCE_CONFIDENCE = 0.7
+ROUTED_CONFIDENCE = 0.6
 FALLBACK_CONFIDENCE = 0.3
+STRONG_TEMPLATE = 3  # a template's match score (a regex and a keyword) that outranks routing
+
+
+@dataclass
+class RulesPlan:
+    """A plan the rules made, the tier to report it as, and why other rules did not apply."""
+
+    plan: Plan
+    tier: PlannerTier
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_by_rules(
+    request: str,
+    workers: Sequence[WorkerInfo],
+    default: str | None,
+    templates: Mapping[str, Template],
+    *,
+    max_steps: int = 10,
+) -> RulesPlan:
+    """The rules tier of the planner, in order: a sequence or comparison rule; a template whose
+    match rules score 3 or more (a regex and a keyword) and whose workers the team has; one
+    step routed to a clearly best worker; a template matched more weakly; else one step on
+    ``default`` (tier ``fallback``)."""
+    notes: list[str] = []
+    plan = decompose(request, workers, default, max_steps=max_steps)
+    if plan.confidence > ROUTED_CONFIDENCE:
+        return RulesPlan(plan, "rules", notes)
+    names = [w.name for w in workers]
+    fitting = _fitting_templates(request, templates, names, max_steps, notes)
+    strong = [t for score, t in fitting if score >= STRONG_TEMPLATE]
+    if strong:
+        return RulesPlan(instantiate(strong[0], request), "template", notes)
+    if plan.confidence >= ROUTED_CONFIDENCE:
+        return RulesPlan(plan, "rules", notes)
+    if fitting:
+        return RulesPlan(instantiate(fitting[0][1], request), "template", notes)
+    notes.append("no decomposition rule, template or worker description matched the request")
+    worker = default if default in names else names[0]
+    return RulesPlan(_fallback(request, worker), "fallback", notes)
+
+
+def _fitting_templates(
+    request: str,
+    templates: Mapping[str, Template],
+    workers: list[str],
+    max_steps: int,
+    notes: list[str],
+) -> list[tuple[int, Template]]:
+    """The templates matching ``request`` that the team can run, best first."""
+    fitting = []
+    for score, template in ranked(request, templates):
+        errors = plan_errors(instantiate(template, request), workers, max_steps)
+        if errors:
+            notes.append(f"template {template.name!r} does not fit this team: {'; '.join(errors)}")
+        else:
+            fitting.append((score, template))
+    return fitting
+
+
+def _fallback(request: str, worker: str) -> Plan:
+    return Plan(
+        name="Single step",
+        reasoning=f"No plan could be made; the default worker {worker!r} takes the request.",
+        confidence=0.0,
+        steps=[Step(id="answer", worker=worker, task=request)],
+    )
 
 
 def decompose(
@@ -27,13 +99,17 @@ def decompose(
     Rules, in order: an ordered sequence ("first A, then B", "1. A 2. B", "首先A，然后B") becomes
     a chain (confidence 0.7); a comparison ("compare A and B on X, Y", "A vs B: X, Y",
     "比较 A 和 B 的X、Y") becomes parallel research steps plus a summary (0.8); anything else
-    is one step (0.3). Every step goes to ``route(task, workers, default)``; the plan has at
+    is one step, routed (0.6 when one worker clearly fits it best, else 0.3). Every step goes to
+    ``route(task, workers, default)``; the plan has at
     most ``max_steps`` steps. Raises :class:`ValueError` for an empty request, no workers or
     ``max_steps < 1``.
     """
     text = request.strip()
     if not text or not workers or max_steps < 1:
         raise ValueError("decompose() needs a non-empty request, workers and max_steps >= 1")
+    asked, context = split_worker_prompt(text)  # a nested team's request: a step and its inputs
+    if context:
+        return _single_plan(text, workers, default, "A step with its inputs", None, asked)
     parts = split_sequence(text)
     if parts and max_steps > 1:
         return _chain_plan(parts, workers, default, max_steps)
@@ -43,19 +119,29 @@ def decompose(
     if parts or comparison:
         reason = "A decomposition rule matched but max_steps=1 allows a single step"
         return _single_plan(text, workers, default, reason, SEQUENCE_CONFIDENCE)
-    reason = "No decomposition rule matched; the whole request is one step"
-    return _single_plan(text, workers, default, reason, FALLBACK_CONFIDENCE)
+    return _single_plan(text, workers, default, "No decomposition rule matched", None)
 
 
 def _single_plan(
-    text: str, workers: Sequence[WorkerInfo], default: str | None, reason: str, confidence: float
+    text: str,
+    workers: Sequence[WorkerInfo],
+    default: str | None,
+    reason: str,
+    confidence: float | None,
+    routed_by: str | None = None,
 ) -> Plan:
-    worker = route(text, workers, default)
+    """One step doing ``text``, routed by ``routed_by`` (default: the text); ``confidence``
+    None: as sure as the routing is."""
+    routed = routing(routed_by or text, workers, default)
+    if confidence is None:
+        confidence = ROUTED_CONFIDENCE if routed.clear else FALLBACK_CONFIDENCE
+        how = "its description fits the request best" if routed.clear else "no worker fits best"
+        reason = f"{reason}; the whole request is one step: {how}"
     return Plan(
         name="single step",
-        reasoning=f"{reason} (routed to {worker!r}).",
+        reasoning=f"{reason} (routed to {routed.worker!r}).",
         confidence=confidence,
-        steps=[Step(id="task", worker=worker, task=text)],
+        steps=[Step(id="task", worker=routed.worker, task=text)],
     )
 
 
@@ -124,6 +210,7 @@ def _comparison_plan(
         f"({', '.join(comparison.entities)}) and {shape}.",
         confidence=COMPARISON_CONFIDENCE,
         entities=list(comparison.entities),
+        aspects=list(comparison.aspects),
         steps=steps,
     )
 

@@ -153,15 +153,14 @@ def match_score(template: Template, request: str) -> int:
     return regex + sum(1 for k in dict.fromkeys(template.match.keywords) if _has_keyword(text, k))
 
 
-def match_template(request: str, templates: Mapping[str, Template]) -> Template | None:
-    """The best-scoring template for ``request`` (ties: alphabetical name); None if none hits."""
-    best: Template | None = None
-    best_score = 0
-    for name in sorted(templates):
-        score = match_score(templates[name], request)
-        if score > best_score:
-            best, best_score = templates[name], score
-    return best
+def ranked(request: str, templates: Mapping[str, Template]) -> list[tuple[int, Template]]:
+    """The templates whose match rules hit ``request``, with their scores, best first (ties:
+    alphabetical name)."""
+    scored = sorted(
+        ((match_score(t, request), name) for name, t in templates.items()),
+        key=lambda item: (-item[0], item[1]),
+    )
+    return [(score, templates[name]) for score, name in scored if score > 0]
 
 
 def _has_keyword(text: str, keyword: str) -> bool:

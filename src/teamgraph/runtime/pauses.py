@@ -90,6 +90,10 @@ def _decide(
             chosen[request.id] = decision_of(decision)
         except ValueError as exc:
             raise UsageError(f"decision on {_call(request)}: {exc}") from None
+        edited = chosen[request.id]
+        wrong = request.edit_errors(edited.args or {}) if edited.action == "edit" else ""
+        if wrong:
+            raise UsageError(f"the edit of {_call(request)} does not fit {request.tool}: {wrong}")
     return chosen
 
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from teamgraph.events import (
+    AgentMessage,
+    AgentStarted,
     ApprovalRequested,
     BaseEvent,
     ClarificationRequested,
+    Handoff,
     PlanCreated,
     Resumed,
     RunCancelled,
@@ -23,6 +26,7 @@ from teamgraph.events import (
     StepStarted,
     StepState,
     TokenUsage,
+    ToolCalled,
     UsageRecorded,
 )
 
@@ -35,6 +39,17 @@ class StepView:
     state: StepState = "pending"
     started_ts: float | None = None
     elapsed_s: float | None = None
+    tokens: int = 0
+    detail: str = ""
+
+
+@dataclass
+class AgentView:
+    """An agent of a run without a plan (single, supervisor, swarm, collaborative): whether it
+    is at work, what it last did, the tokens it used."""
+
+    name: str
+    state: StepState = "running"
     tokens: int = 0
     detail: str = ""
 
@@ -55,6 +70,7 @@ class RunView:
     error: str = ""
     done_before_resume: list[str] = field(default_factory=list)
     works_for: dict[tuple[str, ...], str] = field(default_factory=dict)  # nested team → its step
+    agents: dict[str, AgentView] = field(default_factory=dict)  # top-level agents, by name
 
     def apply(self, event: BaseEvent) -> None:
         self.run_id = event.run_id
@@ -119,6 +135,30 @@ class RunView:
         step_id = self._root_step(tuple(e.path[:-1]), e.step_id)
         if step_id and step_id in self.steps:
             self.steps[step_id].tokens += e.usage.total_tokens
+        if len(e.path) == 2:
+            self._agent(e.agent).tokens += e.usage.total_tokens
+
+    def _on_AgentStarted(self, e: AgentStarted) -> None:
+        if len(e.path) == 2:
+            self._agent(e.agent).state = "running"
+
+    def _on_AgentMessage(self, e: AgentMessage) -> None:
+        if len(e.path) == 2:
+            agent = self._agent(e.agent)
+            agent.state, agent.detail = "done", f"answered ({len(e.content)} characters)"
+
+    def _on_ToolCalled(self, e: ToolCalled) -> None:
+        if len(e.path) == 2:
+            self._agent(e.agent).detail = f"calls {e.tool}"
+
+    def _on_Handoff(self, e: Handoff) -> None:
+        if e.from_agent != e.to_agent and len(e.path) == 2:
+            handing = self._agent(e.from_agent)
+            handing.state, handing.detail = "done", f"→ {e.to_agent}"
+            self._agent(e.to_agent).state = "running"
+
+    def _agent(self, name: str) -> AgentView:
+        return self.agents.setdefault(name, AgentView(name))
 
     def _root_step(self, team: tuple[str, ...], step_id: str | None) -> str | None:
         """The top-level step a nested team's work is charged to (through every level)."""

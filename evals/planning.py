@@ -1,0 +1,203 @@
+"""Evaluate the offline planner and router on requests users write.
+
+    .venv/bin/python evals/planning.py            # accuracy per measure, per language, confusions
+    .venv/bin/python evals/planning.py --errors   # and every request planned wrongly
+    .venv/bin/python evals/planning.py --check    # exit 1 when a target is missed
+
+Each request of ``evals/planning.yaml`` is planned by the planner's rules tier (what a workflow
+team on the offline model runs) for its team of ``evals/teams.yaml``, in three member orders
+(as written, reversed, rotated by one); the team's default worker (where no member fits) is its
+first member as written, in every order. Measures, each over the (request, order) pairs it
+applies to:
+
+- single vs multi: the plan has one step exactly when the request expects one;
+- routing: a single request's step goes to the expected worker; an ordered request's steps go to
+  the expected workers, in order;
+- entities/aspects: a comparison's plan names exactly the expected entities and aspects;
+- order: a request's plan is the same (steps, workers) in every order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from teamgraph.plan import Plan
+from teamgraph.planning.routing import WorkerInfo
+from teamgraph.planning.rules import RulesPlan, plan_by_rules
+from teamgraph.planning.templates import available
+
+HERE = Path(__file__).resolve().parent
+TARGETS = {"single vs multi": 0.95, "routing": 0.95, "entities/aspects": 0.90, "order": 1.0}
+
+
+@dataclass
+class Case:
+    request: str
+    team: str
+    lang: str
+    topic: str
+    kind: str
+    worker: str | None = None
+    steps: list[str] = field(default_factory=list)
+    entities: list[str] | None = None
+    aspects: list[str] | None = None
+
+
+@dataclass
+class Tally:
+    hits: int = 0
+    total: int = 0
+
+    def add(self, ok: bool) -> None:
+        self.hits += ok
+        self.total += 1
+
+    @property
+    def rate(self) -> float:
+        return self.hits / self.total if self.total else 1.0
+
+
+@dataclass
+class Report:
+    requests: int = 0
+    measures: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    by_lang: dict[tuple[str, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
+    confusions: Counter[str] = field(default_factory=Counter)
+    tiers: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+
+    def record(self, measure: str, case: Case, ok: bool, detail: str = "") -> None:
+        self.measures[measure].add(ok)
+        self.by_lang[(measure, case.lang)].add(ok)
+        if not ok and detail:
+            self.errors.append(f"[{measure}] {case.team}: {case.request!r}: {detail}")
+
+    def missed(self) -> list[str]:
+        return [m for m, target in TARGETS.items() if self.measures[m].rate < target]
+
+
+def load(path: Path = HERE / "planning.yaml") -> tuple[dict[str, list[WorkerInfo]], list[Case]]:
+    teams_raw: dict[str, dict[str, str]] = yaml.safe_load((HERE / "teams.yaml").read_text())
+    teams = {
+        team: [WorkerInfo(name, text) for name, text in members.items()]
+        for team, members in teams_raw.items()
+    }
+    cases = [Case(**raw) for raw in yaml.safe_load(path.read_text())["cases"]]
+    for case in cases:
+        names = {w.name for w in teams[case.team]}
+        unknown = ({case.worker} if case.worker else set()) | set(case.steps)
+        if unknown - names:
+            raise SystemExit(f"{path}: {case.request!r}: {sorted(unknown - names)} not in team")
+    return teams, cases
+
+
+def orders(members: list[WorkerInfo]) -> list[list[WorkerInfo]]:
+    return [members, members[::-1], members[1:] + members[:1]]
+
+
+def plan_for(
+    request: str, members: list[WorkerInfo], default: str, templates: dict[str, Any]
+) -> RulesPlan:
+    return plan_by_rules(request, members, default, templates)
+
+
+def judge(case: Case, ruled: RulesPlan, report: Report) -> None:
+    plan = ruled.plan
+    workers = [s.worker for s in plan.steps]
+    report.tiers[f"{case.kind} → {ruled.tier}"] += 1
+    multi = len(plan.steps) > 1
+    report.record(
+        "single vs multi",
+        case,
+        multi == (case.kind == "multi"),
+        f"expected {case.kind}, planned {len(plan.steps)} steps {workers} ({ruled.tier})",
+    )
+    if case.kind == "single" and case.worker:
+        got = workers[0] if not multi else f"{len(workers)} steps"
+        ok = not multi and got == case.worker
+        report.record("routing", case, ok, f"expected {case.worker}, got {got}")
+        if not ok:
+            report.confusions[f"{case.worker} → {got}"] += 1
+    elif case.steps:
+        ok = workers == case.steps
+        report.record("routing", case, ok, f"expected {case.steps}, got {workers}")
+    if case.entities is not None:
+        ok = _same(plan.entities, case.entities) and _same(plan.aspects, case.aspects or [])
+        detail = (
+            f"expected {case.entities} on {case.aspects}, got {plan.entities} on {plan.aspects}"
+        )
+        report.record("entities/aspects", case, ok, detail)
+
+
+def _same(got: list[str], expected: list[str]) -> bool:
+    return [g.casefold() for g in got] == [e.casefold() for e in expected]
+
+
+def _shape(plan: Plan) -> list[tuple[str, str]]:
+    return [(s.worker, s.task) for s in plan.steps]
+
+
+def evaluate() -> Report:
+    teams, cases = load()
+    templates = available()
+    report = Report(requests=len(cases))
+    for case in cases:
+        team = teams[case.team]
+        default = team[0].name  # a team's default worker is a setting: the same in every order
+        plans = [plan_for(case.request, members, default, templates) for members in orders(team)]
+        for ruled in plans:
+            judge(case, ruled, report)
+        same = all(_shape(p.plan) == _shape(plans[0].plan) for p in plans)
+        variants = {tuple(s.worker for s in p.plan.steps) for p in plans}
+        report.record("order", case, same, f"plans differ by member order: {sorted(variants)}")
+    return report
+
+
+def show(report: Report, errors: bool) -> None:
+    print(f"{report.requests} requests × 3 member orders, planned by the offline rules\n")
+    print(f"{'measure':<18}{'correct':>10}{'of':>6}{'accuracy':>10}{'target':>9}")
+    for measure, target in TARGETS.items():
+        t = report.measures[measure]
+        print(f"{measure:<18}{t.hits:>10}{t.total:>6}{t.rate:>10.1%}{target:>9.0%}")
+    langs = sorted({lang for _, lang in report.by_lang})
+    print(f"\n{'by language':<18}" + "".join(f"{lang:>10}" for lang in langs))
+    for measure in TARGETS:
+        row = [report.by_lang.get((measure, lang)) for lang in langs]
+        cells = "".join(f"{t.rate:>10.1%}" if t else f"{'-':>10}" for t in row)
+        print(f"{measure:<18}{cells}")
+    print(
+        "\nplanner tiers (expected kind → tier): "
+        + ", ".join(f"{k} {v}" for k, v in sorted(report.tiers.items()))
+    )
+    if report.confusions:
+        print("routing confusions (expected → got):")
+        for pair, n in report.confusions.most_common():
+            print(f"  {pair}: {n}")
+    if errors:
+        print("\nwrong:")
+        for line in dict.fromkeys(report.errors):
+            print("  " + line)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--errors", action="store_true", help="list every wrong plan")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+    report = evaluate()
+    show(report, args.errors)
+    missed = report.missed()
+    if missed:
+        print(f"\nmissed targets: {', '.join(missed)}")
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""The planning and routing evaluation reaches its targets (evals/planning.py --check)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_offline_planner_meets_the_evaluation_targets() -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "evals" / "planning.py"), "--check", "--errors"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "missed targets" not in done.stdout
+    cases = int(done.stdout.split(" requests", 1)[0])
+    assert cases >= 150  # the set the targets are measured on
