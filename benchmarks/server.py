@@ -15,6 +15,10 @@ temporary folder, JSON logs and the access log off, rate limits lifted), and the
 * ``seed stream`` / ``/api/chat``: the seed-000 chat stream route and seed-004's ``/api/chat``,
   one client at a time after the bursts: first byte (target ≤ 50 ms), first content line and the
   end (the first line must come before the run ends);
+* ``first token``: a one-agent team's first answer token for a new conversation, natively
+  (session, run, event stream), through ``POST /v1/chat/completions`` (``stream``), through
+  ``POST /agui/{team}`` and through the Agent Protocol (``POST /langgraph/threads``, then
+  ``…/runs/stream``), and the differences of the medians (the adapters' cost);
 * ``inprocess runs_per_s``: the same runs, same concurrency, through ``Runner.run`` on a backend
   of its own — the baseline; ``ratio`` is server / in-process.
 
@@ -74,6 +78,16 @@ workflow:
   templates_dirs: [{templates}]
 """
 
+CHAT_TEAM_YAML = """\
+name: bench_chat
+description: One agent whose answer streams token by token (offline model).
+pattern: single
+model: offline
+members:
+  - name: worker
+    description: Answers in one short paragraph.
+"""
+
 TEMPLATE_YAML = """\
 name: bench4
 description: Four steps, two of them in parallel.
@@ -99,6 +113,7 @@ def write_team(root: Path) -> Path:
     teams.mkdir()
     (templates / "bench4.yaml").write_text(TEMPLATE_YAML)
     (teams / "bench.yaml").write_text(TEAM_YAML.format(templates=templates))
+    (teams / "bench_chat.yaml").write_text(CHAT_TEAM_YAML)
     return teams
 
 
@@ -218,11 +233,11 @@ class Api:
                 + "): teamgraph.server.app.create_app must include the runs routes"
             )
 
-    async def session(self) -> str:
+    async def session(self, team: str = "bench") -> str:
         for attempt in range(3):  # a kept-alive connection the server just closed: try again
             try:
                 created = await self.http.post(
-                    "/api/v1/auth/session", json={"team": "bench"}, headers=self.headers
+                    "/api/v1/auth/session", json={"team": team}, headers=self.headers
                 )
                 break
             except httpx.TransportError:
@@ -461,6 +476,7 @@ async def benchmark(args: argparse.Namespace) -> int:
                 print(f"server runs_per_s {server_rps:.1f}", flush=True)
                 ttfe = await time_to_first_event(api, server.url, args.clients, args.rounds)
                 await seed_stream(api, args.rounds * 5)
+                await protocol_ttft(api, args.rounds * 10)
         except (BenchmarkError, httpx.HTTPError) as exc:
             print(f"benchmark failed: {exc!r}", file=sys.stderr)
             if server.process.poll() is not None or args.verbose:
@@ -533,6 +549,99 @@ async def _timed_stream(
         )
     before = sum(0 < f < e for f, e in zip(firsts, ends, strict=True))
     print(f"{label} first line before the run ended: {before}/{runs}", flush=True)
+
+
+async def protocol_ttft(api: Api, rounds: int) -> None:
+    """Time to the first answer token of a new conversation with a one-agent team, one client
+    on an idle server: the native way (``POST /api/v1/auth/session``, ``POST …/runs``, then
+    ``GET …/events`` to the first ``token`` event), through ``POST /v1/chat/completions``
+    (``stream``: the first chunk with content) and through ``POST /agui/{team}`` (the first
+    ``TEXT_MESSAGE_CONTENT``) — both make the session themselves — alternating; an adapter's
+    cost is the difference of the medians."""
+    times: dict[str, list[float]] = {"native": [], "openai": [], "agui": [], "langgraph": []}
+    for _ in range(rounds):
+        times["native"].append(await _native_first_token(api))
+        times["openai"].append(await _openai_first_token(api))
+        times["agui"].append(await _agui_first_token(api))
+        times["langgraph"].append(await _langgraph_first_token(api))
+    p50 = {name: statistics.median(values) * 1000 for name, values in times.items()}
+    for name, value in p50.items():
+        print(f"first token {name:<9} p50 {value:6.2f} ms", flush=True)
+    for name in ("openai", "agui", "langgraph"):
+        print(f"first token {name} - native p50 {p50[name] - p50['native']:+.2f} ms", flush=True)
+
+
+async def _native_first_token(api: Api) -> float:
+    started = time.perf_counter()  # a new conversation: its session, its run, its stream
+    session_id = await api.session("bench_chat")
+    response = await api.http.post(
+        START.format(session_id=session_id), json={"input": REQUEST}, headers=api.headers
+    )
+    _expect(response, 200, 201, 202)
+    first = 0.0
+    url = EVENTS.format(run_id=response.json()["run_id"])
+    async with api.http.stream("GET", url, headers=api.headers) as events:
+        async for line in events.aiter_lines():
+            if line == "event: token":
+                first = first or time.perf_counter() - started
+            if line in ("event: run_completed", "event: run_failed", "event: run_cancelled"):
+                break
+    return first
+
+
+async def _openai_first_token(api: Api) -> float:
+    body = {
+        "model": "bench_chat",
+        "stream": True,
+        "messages": [{"role": "user", "content": REQUEST}],
+    }
+    started, first = time.perf_counter(), 0.0
+    async with api.http.stream(
+        "POST", "/v1/chat/completions", json=body, headers=api.headers
+    ) as response:
+        async for line in response.aiter_lines():
+            if '"content": "' in line and '"content": ""' not in line:
+                first = first or time.perf_counter() - started
+            if line == "data: [DONE]":
+                break
+    return first
+
+
+async def _agui_first_token(api: Api) -> float:
+    body = {
+        "threadId": uuid.uuid4().hex,
+        "runId": uuid.uuid4().hex,
+        "state": {},
+        "messages": [{"id": "m1", "role": "user", "content": REQUEST}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    started, first = time.perf_counter(), 0.0
+    async with api.http.stream("POST", "/agui/bench_chat", json=body, headers=api.headers) as r:
+        async for line in r.aiter_lines():
+            if '"type":"TEXT_MESSAGE_CONTENT"' in line:
+                first = first or time.perf_counter() - started
+            if '"type":"RUN_FINISHED"' in line or '"type":"RUN_ERROR"' in line:
+                break
+    return first
+
+
+async def _langgraph_first_token(api: Api) -> float:
+    started, first = time.perf_counter(), 0.0  # as langgraph-sdk does: a thread, then the run
+    thread = await api.http.post("/langgraph/threads", json={}, headers=api.headers)
+    _expect(thread, 200)
+    url = f"/langgraph/threads/{thread.json()['thread_id']}/runs/stream"
+    body = {
+        "assistant_id": "bench_chat",
+        "input": {"messages": [{"role": "user", "content": REQUEST}]},
+        "stream_mode": ["messages-tuple"],
+    }
+    async with api.http.stream("POST", url, json=body, headers=api.headers) as response:
+        async for line in response.aiter_lines():
+            if line == "event: messages":
+                first = first or time.perf_counter() - started
+    return first
 
 
 def report_ttfe(ttfe: Ttfe, clients: int) -> None:

@@ -16,10 +16,14 @@ from teamgraph.runtime.backend import open_backend
 from teamgraph.server import ops
 from teamgraph.server.errors import install_error_handlers
 from teamgraph.server.routes import (
+    agent_protocol,
+    agui,
+    api_keys,
     approvals,
     auth,
     chatbot,
     knowledge,
+    openai_compat,
     runs,
     seed_sessions,
     sessions,
@@ -63,6 +67,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         seed_sessions.router,
         approvals.router,
         knowledge.router,
+        api_keys.router,
+        openai_compat.router,
+        agui.router,
+        agent_protocol.router,
     ):
         app.include_router(router)
     web.install(app)  # the web workspace at /

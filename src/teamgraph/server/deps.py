@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Annotated, TypeVar
 
 from fastapi import Depends, HTTPException, Request, status
@@ -10,6 +11,7 @@ from fastapi.security import OAuth2PasswordBearer
 from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from teamgraph.server import api_keys
 from teamgraph.server import repositories as repo
 from teamgraph.server.cookies import TOKEN_COOKIE, check_csrf
 from teamgraph.server.security import TokenClaims, decode_token
@@ -44,12 +46,20 @@ def _unauthorized(detail: str = "Invalid or expired token") -> HTTPException:
 async def get_claims(
     request: Request, state: State, token: Annotated[str | None, Depends(oauth2)]
 ) -> TokenClaims:
-    """The bearer token's claims, or — for a same-origin browser client — the log-in
-    cookie's (CSRF-checked: :mod:`teamgraph.server.cookies`)."""
+    """The bearer token's claims (or an API key's, also taken from ``x-api-key``), or — for a
+    same-origin browser client — the log-in cookie's (CSRF-checked:
+    :mod:`teamgraph.server.cookies`)."""
+    if not token:  # an API key as langgraph-sdk sends it
+        token = request.headers.get("x-api-key")
     if not token and (token := request.cookies.get(TOKEN_COOKIE)):
         check_csrf(request, state.settings.cors_origins)
     if not token:
         raise _unauthorized("Not authenticated")
+    if api_keys.is_api_key(token):
+        user = await state.backend.direct.first(api_keys.user_query(token))
+        if user is None:
+            raise _unauthorized("Invalid or revoked API key")
+        return TokenClaims(user.id, None, datetime.max.replace(tzinfo=UTC))
     claims = decode_token(state.settings.jwt_secret, token)
     if claims is None:
         raise _unauthorized()

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from teamgraph.events import Event
 from teamgraph.server.turns import waiting_notice
 
 ANSWER_CHUNK = 200
+Kind = Literal["progress", "answer"]
 WRITERS = {"synthesizer"}  # roles whose tokens are the answer itself
 
 
@@ -37,23 +38,33 @@ def progress_line(event: Event) -> str | None:
 
 @dataclass
 class Telling:
-    """Turns a run's events into chat text as they come (``pattern``: the team's)."""
+    """Turns a run's events into chat text as they come (``pattern``: the team's). Each piece
+    is progress or answer (:meth:`piece`); ``separate``: the two go to different channels (the
+    answer then starts without the blank line that follows progress in one text)."""
 
     pattern: str
+    separate: bool = False
     told_answer: bool = False
     progressed: bool = False
     approvals: list[dict[str, Any]] = field(default_factory=list)
     pause: str = ""  # the question or the approval notice, once the run paused
+    _progress: bool = False  # whether the last piece told was progress
+
+    def piece(self, event: Event) -> tuple[Kind, str]:
+        """What ``event`` adds to the telling, and whether it is progress or the answer."""
+        text = self.text(event)
+        return ("progress" if self._progress else "answer"), text
 
     def text(self, event: Event) -> str:
         line = progress_line(event)
+        self._progress = line is not None
         if line is not None:
             self.progressed = True
             return line
         if event.type == "token" and self._answers(event.agent, len(event.path)):
             first = not self.told_answer
             self.told_answer = True
-            return ("\n" if first and self.progressed else "") + event.text
+            return ("\n" if first and self._glued else "") + event.text
         if event.type == "model_retry" and self.told_answer:
             return "\n\n(the model's connection dropped; it answers again)\n\n"
         if event.type == "clarification_requested":
@@ -83,8 +94,12 @@ class Telling:
             return agent not in ("moderator",) and depth == 2
         return agent in WRITERS and depth == 2
 
+    @property
+    def _glued(self) -> bool:
+        return self.progressed and not self.separate
+
     def _after_progress(self, text: str) -> str:
-        return ("\n" if self.progressed else "") + text
+        return ("\n" if self._glued else "") + text
 
 
 async def told(events: AsyncIterator[Event], telling: Telling) -> AsyncIterator[str]:

@@ -25,8 +25,10 @@ async def create_user(db: AsyncSession, email: str, password_hash: str) -> UserR
     return user
 
 
-async def create_session(db: AsyncSession, user_id: str, **fields: Any) -> SessionRow:
-    row = SessionRow(id=uuid.uuid4().hex, user_id=user_id, **fields)
+async def create_session(
+    db: AsyncSession, user_id: str, session_id: str | None = None, **fields: Any
+) -> SessionRow:
+    row = SessionRow(id=session_id or uuid.uuid4().hex, user_id=user_id, **fields)
     db.add(row)
     await db.commit()
     return row

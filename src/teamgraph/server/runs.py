@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,6 +22,7 @@ from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
 from teamgraph.server.state import AppState
 from teamgraph.status import OPEN, PAUSED
+from teamgraph.storage.direct import Statement
 from teamgraph.storage.models import MessageRow, SessionRow
 
 log = logging.getLogger(__name__)
@@ -97,9 +98,11 @@ class RunManager:
         team_name: str,
         request: str,
         template: str | None = None,
+        also: Sequence[Statement] = (),
     ) -> str:
         """Start a run on the session's thread; returns once it is stored (its row, owner and
-        session, and the user's message: one transaction) and its first event is emitted."""
+        session, the user's message and ``also``: one transaction) and its first event is
+        emitted."""
         runner = self.runner(team_name)
         live = _Live(uuid.uuid4().hex, session.id, user_id, None, new=True)
         row = runner.run_row(
@@ -110,7 +113,7 @@ class RunManager:
 
         async def accept() -> None:  # one short transaction: the run and the user's message
             message_row = {**message, "run_id": live.run_id}
-            await self.state.backend.runs.create(row, (insert(MessageRow), message_row))
+            await self.state.backend.runs.create(row, (insert(MessageRow), message_row), *also)
 
         stream = runner.stream(
             request,

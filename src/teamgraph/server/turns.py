@@ -4,6 +4,7 @@ collect what the seeds' clients expect back."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from teamgraph.server.state import AppState
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
 from teamgraph.status import FINISHED, PAUSED
+from teamgraph.storage.direct import Statement
 from teamgraph.storage.models import RunRow, SessionRow, TurnResultRow
 
 
@@ -91,13 +93,16 @@ async def open_turn(
     text: str,
     template: str | None = None,
     answer: str | None = None,
+    also: Sequence[Statement] = (),
 ) -> Opened:
-    """The user's message in a chat: a new run, or — when the session's run waits for an
-    answer — the answer that resumes it (``answer`` when given, else ``text``); while it waits
-    for a decision on a tool call, a notice that says so (the message starts no other run)."""
+    """The user's message in a chat: a new run (stored with ``also`` in one transaction), or —
+    when the session's run waits for an answer — the answer that resumes it (``answer`` when
+    given, else ``text``); while it waits for a decision on a tool call, a notice that says so
+    (the message starts no other run)."""
     paused = await paused_run(state, session.id)
     if paused is None:
-        return Opened(await state.runs.start(user_id, session, team, text, template), team)
+        run_id = await state.runs.start(user_id, session, team, text, template, also)
+        return Opened(run_id, team)
     waiting = await state.runs.runner(paused.team_name).pending(paused.id)
     if any(w["type"] == "clarification" for w in waiting):
         await state.runs.resume(paused.id, answer=answer or text)

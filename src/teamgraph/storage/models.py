@@ -82,8 +82,25 @@ class SessionRow(Base):
     team: Mapped[str] = mapped_column(String(200))
     template: Mapped[str | None] = mapped_column(String(200), nullable=True)
     primary_agent: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # a stateless client's conversation (the OpenAI route): the hash of the messages so far,
+    # which the client's next request starts with
+    conversation_key: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiKeyRow(Base):
+    """A user's API key: only its hash is kept (the key is shown once, when it is made)."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class MessageRow(Base):

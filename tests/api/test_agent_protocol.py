@@ -1,0 +1,164 @@
+"""The LangGraph Agent Protocol, driven by the official ``langgraph-sdk`` client against the
+server served by uvicorn — what agent-chat-ui does: list assistants, make a thread, stream a run
+in several modes, meet an interrupt, resume it with ``Command(resume=...)``, reconnect with
+``Last-Event-ID``, wait for a run, and never see another user's thread."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+from langgraph_sdk.errors import NotFoundError
+
+from teamgraph.config import Settings
+from teamgraph.server.app import create_app
+
+from .conftest import REPO, SLOW_TEAM, serving
+from .test_openai_compat import login, new_key
+
+
+@pytest.fixture
+def base(api_settings: Settings) -> Iterator[str]:
+    with serving(create_app(api_settings)) as url:
+        yield url
+
+
+def sdk(base: str, email: str) -> SyncLangGraphClient:
+    key = new_key(base, login(base, email))["key"]
+    return get_sync_client(url=f"{base}/langgraph", api_key=key)
+
+
+def parts(stream: Any) -> list[tuple[str, Any]]:
+    return [(p.event, p.data) for p in stream]
+
+
+def test_assistants_are_the_teams(base: str) -> None:
+    client = sdk(base, "a@example.com")
+    names = [a["assistant_id"] for a in client.assistants.search()]
+    assert {"research", "notebook", "assistant"} <= set(names)
+    assert client.assistants.get("research")["graph_id"] == "research"
+
+
+def test_a_streamed_run_with_an_interrupt_resumed_by_command(base: str) -> None:
+    client = sdk(base, "b@example.com")
+    thread = client.threads.create()["thread_id"]
+    modes = ["values", "updates", "messages-tuple", "custom", "events"]
+    first = parts(
+        client.runs.stream(
+            thread,
+            "notebook",
+            input={"messages": [{"role": "user", "content": "help"}]},
+            stream_mode=modes,
+        )
+    )
+    kinds = [kind for kind, _ in first]
+    assert kinds[0] == "metadata" and kinds[1] == "values" and kinds[-1] == "values"
+    assert {"updates", "events"} <= set(kinds)
+    [interrupt] = first[-1][1]["__interrupt__"]
+    assert "Could you say more" in interrupt["value"]
+    assert client.threads.get(thread)["status"] == "interrupted"
+    assert client.threads.get_state(thread)["interrupts"] == [interrupt]
+
+    second = parts(
+        client.runs.stream(
+            thread,
+            "notebook",
+            command={"resume": "How Redis persists data"},
+            stream_mode=["values", "messages-tuple"],
+        )
+    )
+    tokens = "".join(data[0]["content"] for kind, data in second if kind == "messages")
+    assert "append-only file" in tokens  # the answer, token by token
+    final = second[-1][1]
+    assert final["messages"][-1]["type"] == "ai" and "__interrupt__" not in final
+    assert final["messages"][-1]["content"] == tokens
+    assert client.threads.get(thread)["status"] == "idle"
+
+
+def test_a_run_joined_again_after_a_disconnect_continues_after_last_event_id(base: str) -> None:
+    client = sdk(base, "c@example.com")
+    thread = client.threads.create()["thread_id"]
+    run = client.runs.create(
+        thread,
+        "research",
+        input={"messages": [{"role": "user", "content": "Compare Redis and Memcached"}]},
+    )
+    done = client.runs.join(thread, run["run_id"])
+    assert "Redis" in done["messages"][-1]["content"]
+    everything = parts(
+        client.runs.join_stream(thread, run["run_id"], stream_mode=["events", "custom"])
+    )
+    progress = "".join(data for kind, data in everything if kind == "custom")
+    assert "> Plan (rules" in progress and "calls search_docs" in progress
+    seqs = [data["data"]["seq"] for kind, data in everything if kind == "events"]
+    assert seqs == sorted(seqs) and len(seqs) > 5
+    middle = seqs[len(seqs) // 2]
+    rest = parts(
+        client.runs.join_stream(
+            thread, run["run_id"], stream_mode=["events"], last_event_id=str(middle)
+        )
+    )
+    assert [data["data"]["seq"] for kind, data in rest if kind == "events"] == [
+        s for s in seqs if s > middle
+    ]
+    assert client.runs.get(thread, run["run_id"])["status"] == "success"
+
+
+def test_wait_returns_the_threads_values(base: str) -> None:
+    client = sdk(base, "d@example.com")
+    thread = client.threads.create()["thread_id"]
+    values = client.runs.wait(
+        thread,
+        "assistant",
+        input={"messages": [{"role": "user", "content": "Find how Redis persists data"}]},
+    )
+    assert [m["type"] for m in values["messages"]] == ["human", "ai"]  # type: ignore[index]
+
+
+def test_another_users_thread_is_not_found(base: str) -> None:
+    alice, bob = sdk(base, "e@example.com"), sdk(base, "f@example.com")
+    thread = alice.threads.create()["thread_id"]
+    with pytest.raises(NotFoundError):
+        bob.threads.get(thread)
+    with pytest.raises(NotFoundError):
+        list(
+            bob.runs.stream(
+                thread, "notebook", input={"messages": [{"role": "user", "content": "x"}]}
+            )
+        )
+    assert [t["thread_id"] for t in bob.threads.search()] == []
+
+
+def test_the_docs_client_example_runs(
+    base: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = (REPO / "docs" / "langgraph.md").read_text()
+    [code] = re.findall(r"```python client\n(.*?)```", doc, re.DOTALL)
+    monkeypatch.setenv("TEAMGRAPH_URL", base)
+    monkeypatch.setenv("TEAMGRAPH_API_KEY", new_key(base, login(base, "doc@example.com"))["key"])
+    exec(compile(code, "docs/langgraph.md", "exec"), {"__name__": "__main__"})
+    printed = capsys.readouterr().out
+    assert "asked: Could you say more" in printed and "append-only file" in printed
+    assert printed.rstrip().endswith("ai")
+
+
+def test_a_background_run_is_cancelled_and_resumable(
+    api_settings: Settings, tmp_path: Path
+) -> None:
+    teams = tmp_path / "teams"
+    teams.mkdir()
+    (teams / "slow.yaml").write_text(SLOW_TEAM)
+    settings = api_settings.model_copy(update={"teams_dirs": [str(teams)]})
+    with serving(create_app(settings)) as url:
+        client = sdk(url, "g@example.com")
+        thread = client.threads.create()["thread_id"]
+        ask = {"messages": [{"role": "user", "content": "Research Redis and write it up"}]}
+        run = client.runs.create(thread, "slow", input=ask)
+        client.runs.cancel(thread, run["run_id"])
+        assert client.runs.get(thread, run["run_id"])["status"] == "interrupted"  # resumable
+        assert client.threads.get(thread)["status"] == "idle"
