@@ -97,6 +97,17 @@ class Settings(BaseSettings):
         description="Per provider or provider:model: endpoint, key, streaming, timeout and "
         "limits (JSON in the environment).",
     )
+    token_frame_ms: float = Field(
+        default=25.0,
+        ge=0,
+        description="Streamed text goes out as one token event per this many ms at most (the "
+        "first piece at once; 0: one event per model chunk).",
+    )
+    token_frame_chars: int = Field(
+        default=512,
+        ge=1,
+        description="A token event is sent as soon as it holds this many characters.",
+    )
 
     knowledge_path: Path = Field(
         default=Path("teamgraph-knowledge.db"),

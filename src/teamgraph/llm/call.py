@@ -41,6 +41,7 @@ from teamgraph.llm.cassette import Cassette, model_request
 from teamgraph.llm.direct import direct_call, streams
 from teamgraph.llm.errors import MAX_RETRY_AFTER_S, is_transient, redact, retry_after, translate
 from teamgraph.llm.finish import check_declined, stop_reason
+from teamgraph.llm.frames import Frames
 from teamgraph.llm.usage import UsageTracker
 from teamgraph.specs.team import RetryOptions
 
@@ -349,12 +350,21 @@ async def _stream_once(
                 scope.emit(TokenDelta, agent, agent=agent, text=message.text, step_id=step_id)
             return message
         merged: AIMessageChunk | None = None
-        async for chunk in model.astream(list(messages)):
-            if not isinstance(chunk, AIMessageChunk):
-                chunk = AIMessageChunk(**chunk.model_dump(exclude={"type"}))
-            if text := chunk.text:  # plain text, or the text blocks of a list (Anthropic)
-                scope.emit(TokenDelta, agent, agent=agent, text=text, step_id=step_id)
-            merged = chunk if merged is None else merged + chunk
+        settings = scope.models.settings
+        frames = Frames(
+            lambda text: scope.emit(TokenDelta, agent, agent=agent, text=text, step_id=step_id),
+            settings.token_frame_ms / 1000,
+            settings.token_frame_chars,
+        )
+        try:
+            async for chunk in model.astream(list(messages)):
+                if not isinstance(chunk, AIMessageChunk):
+                    chunk = AIMessageChunk(**chunk.model_dump(exclude={"type"}))
+                if text := chunk.text:  # plain text, or the text blocks of a list (Anthropic)
+                    frames.add(text)
+                merged = chunk if merged is None else merged + chunk
+        finally:
+            frames.flush()  # what was streamed goes out before the call's other events
     if merged is None:
         return AIMessage(content="")
     return AIMessage(
