@@ -50,6 +50,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None
         "TEAMGRAPH_DEFAULT_MODEL",
     ):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TEAMGRAPH_DEBUG", "")  # `--debug` in one test sets it: undone after
     monkeypatch.chdir(tmp_path)  # never read or write ./teamgraph.db or ./.env of the checkout
     yield
 

@@ -13,8 +13,8 @@ from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 
 from teamgraph import Settings
-from teamgraph.errors import RunNotFound, UsageError
-from teamgraph.events import AgentMessage
+from teamgraph.errors import LeaseLost, RunNotFound, UsageError
+from teamgraph.events import AgentMessage, RunCancelled
 from teamgraph.runtime.backend import Backend, open_backend
 from teamgraph.storage.models import MessageRow, SessionRow, UserRow, utcnow
 from teamgraph.storage.run_store import BLOCK, PAGE, RunStore
@@ -204,8 +204,8 @@ async def test_a_lease_is_held_by_one_process_at_a_time(backend: Backend) -> Non
     assert await runs.renew_lease("r", "worker-a", first, ttl_s=30) is True  # cancel asked
     await runs.release_lease("r", "worker-a", first)
     second = await runs.take_lease("r", "worker-b", ttl_s=30)
-    assert second == 2  # a new epoch; taking it cleared the cancel request
-    assert await runs.renew_lease("r", "worker-b", second, ttl_s=30) is False
+    assert second == 2  # a new epoch; the cancel request stands until the run is resumed
+    assert await runs.renew_lease("r", "worker-b", second, ttl_s=30) is True
     assert await runs.renew_lease("r", "worker-a", first, ttl_s=30) is None  # a's is lost
 
 
@@ -230,3 +230,34 @@ async def test_runs_started_at_once_on_a_new_sqlite_file_all_set_it_up(tmp_path:
     )
     results = await asyncio.gather(*(team.run(f"question {i}") for i in range(4)))
     assert [r.status for r in results] == ["completed"] * 4
+
+
+async def test_a_worker_that_lost_its_lease_writes_nothing_more(backend: Backend) -> None:
+    runs = backend.runs
+    await runs.create(row("r"))
+    old = await runs.take_lease("r", "slow-worker", ttl_s=0.05)
+    assert old is not None
+    runs.fence("r", "slow-worker", old)
+    await runs.update("r", input_tokens=1)  # it holds the lease: its writes land
+    await asyncio.sleep(0.1)
+    assert await runs.take_lease("r", "new-worker", ttl_s=30) == old + 1
+    with pytest.raises(LeaseLost):
+        await runs.update("r", status="cancelled")
+    assert (await runs.get("r")).status == "running"
+    runs.abandon("r")  # given up: its events are dropped, the new worker's seqs are its own
+    await runs.append([RunCancelled(run_id="r", seq=5, path=["t"], reason="x")])
+    runs.unfence("r")
+    assert [e async for e in runs.events("r")] == []
+
+
+async def test_only_a_queued_run_no_worker_claimed_is_cancelled_at_once(backend: Backend) -> None:
+    runs = backend.runs
+    await runs.create({**row("queued"), "status": "pending", "last_seq": 10})
+    await runs.create({**row("claimed"), "status": "pending"})
+    assert await runs.take_lease("claimed", "worker", ttl_s=30) is not None
+    assert await runs.cancel_if_queued("queued", "cancelled") is True
+    assert await runs.cancel_if_queued("claimed", "cancelled") is False
+    queued = await runs.get("queued")
+    assert (queued.status, queued.last_seq) == ("cancelled", 11)
+    assert [e.type async for e in runs.events("queued")] == ["run_cancelled"]
+    assert (await runs.get("claimed")).status == "pending"

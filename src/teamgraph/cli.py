@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -441,6 +442,14 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
     db: DbOption = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Queue runs for worker processes instead of executing them here (PostgreSQL): "
+            "0 = API only (start `teamgraph worker` yourself), N = also start N workers.",
+        ),
+    ] = None,
 ) -> None:
     """Start the HTTP service (API, SSE streams, web workspace) on the teams of
     TEAMGRAPH_TEAMS_DIRS (default: the example teams shipped with the package)."""
@@ -450,14 +459,72 @@ def serve(
     from teamgraph.server.app import serve as serve_app
 
     settings = _settings(db)
+    if workers is not None:
+        settings = settings.model_copy(update={"execute_runs": False})
     try:  # the teams and the database first: a mistake is one line, not a start-up traceback
+        if workers is not None and not settings.is_postgres:
+            raise UsageError("--workers needs PostgreSQL: set DATABASE_URL=postgresql://…")
         _run_async(_preflight(settings))
     except TeamgraphError as exc:
         raise _fail(exc) from None
     os.environ.setdefault("TEAMGRAPH_JSON_LOGS", "true")
-    serve_app(  # our request log line carries request ids: no access log
-        create_app(settings), host, port, log_level="info", access_log=False
-    )
+    with _worker_processes(workers or 0, settings):
+        serve_app(  # our request log line carries request ids: no access log
+            create_app(settings), host, port, log_level="info", access_log=False
+        )
+
+
+@contextmanager
+def _worker_processes(count: int, settings: Settings) -> Iterator[None]:
+    """``count`` ``teamgraph worker`` processes beside the server, stopped (SIGTERM) after it."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "DATABASE_URL": settings.database_url}
+    command = [sys.executable, "-m", "teamgraph", "worker"]
+    children = [subprocess.Popen(command, env=env) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.wait()
+
+
+@app.command()
+def worker(
+    db: DbOption = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="Runs executed at once (TEAMGRAPH_WORKER_CONCURRENCY)."),
+    ] = None,
+    health_port: Annotated[
+        int | None,
+        typer.Option(min=1, max=65535, help="Serve /health, /ready and /metrics on this port."),
+    ] = None,
+) -> None:
+    """Execute queued runs (no HTTP API) beside `teamgraph serve --workers 0`, on PostgreSQL.
+    SIGTERM drains: no new runs, running ones finish or go to another worker."""
+    import os
+
+    from teamgraph.server.worker import run_worker
+
+    settings = _settings(db)
+    update: dict[str, Any] = {}
+    if concurrency is not None:
+        update["worker_concurrency"] = concurrency
+    if health_port is not None:
+        update["worker_health_port"] = health_port
+    settings = settings.model_copy(update=update)
+    try:
+        if not settings.is_postgres:
+            raise UsageError("teamgraph worker needs PostgreSQL: set DATABASE_URL=postgresql://…")
+        _run_async(_preflight(settings))
+    except TeamgraphError as exc:
+        raise _fail(exc) from None
+    os.environ.setdefault("TEAMGRAPH_JSON_LOGS", "true")
+    run_worker(settings)
 
 
 async def _preflight(settings: Settings) -> None:

@@ -138,6 +138,42 @@ class Settings(BaseSettings):
         default=4, ge=1, description="Runs executing at once in the server (others queue)."
     )
     max_body_bytes: int = Field(default=1_000_000, ge=1024, description="Request body limit.")
+
+    # --- scale-out: API processes and worker processes on PostgreSQL (docs/deploy.md) ---------
+    execute_runs: bool = Field(
+        default=True,
+        description="Execute runs in the API process (false, `serve --workers 0`: runs go to the "
+        "queue and `teamgraph worker` processes execute them; needs PostgreSQL).",
+    )
+    worker_concurrency: int = Field(
+        default=8, ge=1, description="Runs one worker executes at once."
+    )
+    lease_ttl_s: float = Field(
+        default=10.0,
+        ge=1,
+        description="How long a worker's claim on a run lasts unrenewed (renewed every third of "
+        "it): a run whose worker died is taken over once it has lapsed.",
+    )
+    worker_heartbeat_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="How often a worker says it is alive and looks for stalled runs.",
+    )
+    worker_stalled_s: float = Field(
+        default=10.0, gt=0, description="A worker silent this long is dead: its runs are retried."
+    )
+    worker_drain_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="On SIGTERM a worker stops claiming and waits this long for its runs; those "
+        "still running are handed to another worker from their last checkpoint.",
+    )
+    worker_health_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="Port of a worker's /health, /ready, /metrics (0: off).",
+    )
     max_upload_bytes: int = Field(
         default=20_000_000, ge=1024, description="Body limit of a knowledge upload (a PDF, ...)."
     )

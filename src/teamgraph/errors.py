@@ -78,6 +78,11 @@ class RunNotFound(RunFailure):
     """No run with this id exists in the run store."""
 
 
+class LeaseLost(RunFailure):
+    """This worker's lease on a run lapsed and another worker took the run over: this one
+    stops executing it and writes nothing more to its row."""
+
+
 # --- misuse ---
 class UsageError(TeamgraphError):
     """The caller asked for something invalid."""

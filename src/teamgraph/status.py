@@ -23,6 +23,8 @@ PAUSED: frozenset[RunStatus] = frozenset({"interrupted"})
 """Waiting for a human (an answer, a decision): resumes with the reply."""
 STOPPED: frozenset[RunStatus] = frozenset({"failed", "cancelled", "budget_exceeded"})
 """Ended without finishing: may be resumed from its last checkpoint."""
+EXECUTING: frozenset[RunStatus] = frozenset({"pending", "running"})
+"""Queued for a worker or executing somewhere."""
 OPEN: frozenset[RunStatus] = frozenset({"pending", "running", "interrupted"})
 """Not over yet: executing, about to, or paused."""
 

@@ -209,7 +209,7 @@ async def test_cors_headers_only_when_configured(serve: Serve) -> None:
 async def test_health_ok(client: httpx.AsyncClient) -> None:
     response = await client.get("/health")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok"}
+    assert response.json() == {"status": "ok", "database": "ok", "role": "api+runs"}
 
 
 def closed_port() -> int:

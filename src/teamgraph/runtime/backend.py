@@ -144,14 +144,38 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         saver_class = with_crash_points(AsyncPostgresSaver)
         saver = await stack.enter_async_context(saver_class.from_conn_string(url))
         store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(url))
-        await saver.setup()
-        await store.setup()
         engine = create_async_engine(
             url.replace("postgresql://", "postgresql+psycopg://", 1), pool_size=20, max_overflow=20
         )
         stack.push_async_callback(engine.dispose)
         direct = Direct(engine)
         runs = PostgresRunStore(engine, direct)
-        await runs.setup()
+        async with _setting_up_postgres(url):  # API processes and workers start together
+            await saver.setup()
+            await store.setup()
+            await runs.setup()
         knowledge = KnowledgeBase(settings.knowledge_path.resolve())
         yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine, direct)
+
+
+SETUP_LOCK = 7_421_336  # PostgreSQL advisory lock: one process sets a database up at a time
+
+
+@asynccontextmanager
+async def _setting_up_postgres(url: str) -> AsyncIterator[None]:
+    """Hold the set-up lock of the database at ``url`` (other processes wait for it). Waiting
+    polls ``pg_try_advisory_lock``: a session blocked in ``pg_advisory_lock`` is an open
+    transaction, which the holder's ``CREATE INDEX CONCURRENTLY`` would wait for (a deadlock)."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        while True:
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s)", (SETUP_LOCK,))
+            taken = await cursor.fetchone()
+            if taken is not None and taken[0]:
+                break
+            await asyncio.sleep(0.1)
+        try:
+            yield
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))

@@ -12,7 +12,8 @@ from typing import cast
 
 from teamgraph.events import BaseEvent, Event
 from teamgraph.faults import point
-from teamgraph.status import END_EVENTS, PAUSE_EVENTS
+from teamgraph.status import END_EVENTS, EXECUTING, PAUSE_EVENTS
+from teamgraph.storage.notify import EVENTS, Notifications
 from teamgraph.storage.run_store import RunStore
 
 log = logging.getLogger(__name__)
@@ -161,3 +162,30 @@ async def replay(
     finally:
         if live is not None and queue is not None:
             live.subscribers.discard(queue)
+
+
+async def follow(
+    store: RunStore, notes: Notifications, run_id: str, after_seq: int = 0, poll_s: float = 2.0
+) -> AsyncIterator[Event]:
+    """The events of a run that executes in another process (a worker): the stored ones with
+    ``seq > after_seq``, then each new batch as the process storing it announces it (PostgreSQL
+    LISTEN/NOTIFY), until the run's execution ends or pauses. The subscription is taken before
+    the first read; a missed notification costs at most ``poll_s`` of delay, never an event. A
+    run whose worker died keeps its stream open: the worker that takes it over continues it."""
+    last, tail = after_seq, ""
+    with notes.subscribe(EVENTS, run_id) as told:
+        while True:
+            async for event in store.events(run_id, last):
+                last, tail = event.seq, event.type
+                yield event
+            if tail in END_EVENTS:
+                return
+            wait = poll_s
+            if not tail or tail in PAUSE_EVENTS:  # nothing yet, or paused: is it still going?
+                if (await store.get(run_id)).status not in EXECUTING:
+                    return
+                wait = 0.2 if tail else poll_s  # a pause's status is written just after it
+            with suppress(TimeoutError):
+                await asyncio.wait_for(told.get(), wait)
+            while not told.empty():
+                told.get_nowait()

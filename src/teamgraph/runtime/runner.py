@@ -220,6 +220,25 @@ class Runner:
             async for event in events:
                 yield event
 
+    async def keep_reply(
+        self,
+        run_id: str,
+        *,
+        answer: str | None = None,
+        decisions: Mapping[str, DecisionLike] | None = None,
+        default: DecisionLike | None = None,
+    ) -> None:
+        """Check the reply to a paused run and keep it in the journal, for whichever process
+        resumes the run (its :meth:`resume_stream` without a reply finds it there). A run that
+        is not paused needs no reply: nothing is kept. Raises what :meth:`resume_stream` would
+        for a wrong reply."""
+        row = await self.backend.runs.get(run_id)
+        if row.status in FINISHED:
+            raise RunConflict(f"run {run_id} already ended with status {row.status!r}")
+        snapshot = await self.graph.aget_state(self.thread_config(row.thread_id))
+        if snapshot.interrupts:
+            await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
+
     async def _reply(
         self,
         run_id: str,

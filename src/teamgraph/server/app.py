@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -12,6 +12,7 @@ from fastapi_offline import FastAPIOffline
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from teamgraph.config import Settings
+from teamgraph.errors import UsageError
 from teamgraph.runtime.backend import open_backend
 from teamgraph.server import ops
 from teamgraph.server.errors import install_error_handlers
@@ -40,11 +41,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_backend(settings) as backend:  # also runs the migrations
+        async with AsyncExitStack() as stack:
+            backend = await stack.enter_async_context(open_backend(settings))  # and migrates
             sessions = async_sessionmaker(backend.engine, expire_on_commit=False)
             metrics = app.state.metrics
             state = AppState(settings, backend, load_teams(settings), sessions, metrics)
-            state.runs = manager = RunManager(state)  # background runs, SSE
+            state.runs = manager = await _manager(state, stack)  # background runs, SSE
             app.state.teamgraph = state
             try:
                 with ops.running(app):  # JSON logs when enabled
@@ -75,6 +77,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     web.install(app)  # the web workspace at /
     return app
+
+
+async def _manager(state: AppState, stack: AsyncExitStack) -> RunManager:
+    """Runs executed here (the default), or queued for ``teamgraph worker`` processes
+    (``execute_runs`` off: PostgreSQL's queue and notifications, opened on ``stack``)."""
+    if state.settings.execute_runs:
+        return RunManager(state)
+    if not state.settings.is_postgres:
+        raise UsageError("an API-only server (--workers 0) needs PostgreSQL: set DATABASE_URL")
+    from teamgraph.server.queue import RunQueue
+    from teamgraph.server.queued_runs import QueuedRunManager
+    from teamgraph.storage.notify import EVENTS, Notifications
+
+    queue = await stack.enter_async_context(RunQueue(state.settings.postgres_url))
+    notes = Notifications(state.settings.postgres_url, (EVENTS,))
+    await notes.start()
+    stack.push_async_callback(notes.close)
+    return QueuedRunManager(state, queue, notes)
 
 
 def serve(app: FastAPI, host: str, port: int, **options: Any) -> None:

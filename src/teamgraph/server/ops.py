@@ -121,15 +121,18 @@ router = APIRouter(tags=["operations"])
     responses={503: {"description": "The database does not answer."}},
 )
 async def health(state: State) -> JSONResponse:
-    """``{"status": "ok", "database": "ok"}``, or 503 with the database error."""
+    """``{"status": "ok", "database": "ok", "role": …}``, or 503 with the database error.
+    ``role``: ``api+runs`` (runs execute here) or ``api`` (API only: workers execute them)."""
+    role = "api+runs" if state.settings.execute_runs else "api"
     try:
         async with asyncio.timeout(HEALTH_TIMEOUT_S), state.backend.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
     except Exception as exc:
         error = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         detail = f"{type(exc).__name__}: {error}"[:300].rstrip(": ")
-        return JSONResponse({"status": "degraded", "database": detail}, status_code=503)
-    return JSONResponse({"status": "ok", "database": "ok"})
+        body = {"status": "degraded", "database": detail, "role": role}
+        return JSONResponse(body, status_code=503)
+    return JSONResponse({"status": "ok", "database": "ok", "role": role})
 
 
 @router.get(

@@ -21,9 +21,9 @@ from teamgraph.runtime.runner import Runner
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
 from teamgraph.server.state import AppState
-from teamgraph.status import OPEN, PAUSED
+from teamgraph.status import OPEN, PAUSED, RunStatus
 from teamgraph.storage.direct import Statement
-from teamgraph.storage.models import MessageRow, SessionRow
+from teamgraph.storage.models import MessageRow, RunRow, SessionRow
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,8 @@ class _Live:
 
 class RunManager:
     """Starts, resumes, cancels and streams the runs of the served teams."""
+
+    accepted: RunStatus = "running"  # the status of a run just started
 
     def __init__(self, state: AppState) -> None:
         self.state = state
@@ -125,6 +127,26 @@ class RunManager:
         )
         await self._begin(live, stream, accept)
         return live.run_id
+
+    async def start_stored(self, row: RunRow) -> None:
+        """Start a run an API process stored and queued (a worker claimed it): as :meth:`start`,
+        with the row, owner, session and message already in the database."""
+        live = _Live(row.id, row.session_id or row.thread_id, row.user_id, None, new=True)
+        stream = self.runner(row.team_name).stream(
+            row.input,
+            thread_id=row.thread_id,
+            run_id=row.id,
+            template=row.template,
+            user_id=row.user_id,
+            accepted=True,
+        )
+        await self._begin(live, stream)
+
+    async def finished(self, run_id: str) -> None:
+        """Wait until the run executing here has ended (or paused) and its last writes are done."""
+        live = self._live.get(run_id)
+        if live is not None and live.task is not None:
+            await asyncio.shield(live.task)
 
     async def resume(self, run_id: str, answer: str | None = None, **reply: Any) -> None:
         """Continue a paused, cancelled or crashed run (``answer``, ``decisions``, ``default``)."""

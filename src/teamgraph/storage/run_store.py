@@ -23,7 +23,7 @@ from typing import Any, Protocol, cast
 from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from teamgraph.errors import RunNotFound, UsageError
+from teamgraph.errors import LeaseLost, RunNotFound, UsageError
 from teamgraph.events import BaseEvent, Event, RunCancelled, event_from_json
 from teamgraph.status import RunStatus
 from teamgraph.storage.direct import Direct, Statement
@@ -34,7 +34,11 @@ from teamgraph.storage.notify import CONTROL, EVENTS, notify_statement
 BLOCK = 1000  # seqs reserved in one row write
 ROW_RESERVE = 10 * BLOCK  # seqs reserved by the write that starts (or resumes) an execution
 PAGE = 500  # stored events read per query
+ABANDONED = -1  # the lease epoch of a run this process gave up
 _UPDATE = update(RunRow).where(RunRow.id == bindparam("run_id_"))  # built and compiled once
+_FENCED = _UPDATE.where(  # a run this process executes under a lease: only while it holds it
+    RunRow.lease_owner == bindparam("owner_"), RunRow.lease_epoch == bindparam("epoch_")
+)
 
 
 class SeqBlock:
@@ -99,7 +103,11 @@ class RunStore(Protocol):
         self, run_id: str, owner: str, epoch: int, ttl_s: float
     ) -> bool | None: ...
     async def release_lease(self, run_id: str, owner: str, epoch: int) -> None: ...
+    def fence(self, run_id: str, owner: str, epoch: int) -> None: ...
+    def unfence(self, run_id: str) -> None: ...
+    def abandon(self, run_id: str) -> None: ...
     async def request_cancel(self, run_id: str) -> None: ...
+    async def cancel_if_queued(self, run_id: str, reason: str) -> bool: ...
 
 
 class SqlRunStore:
@@ -109,6 +117,7 @@ class SqlRunStore:
         self.engine = engine
         self.direct = direct
         self.sessions = async_sessionmaker(engine, expire_on_commit=False)
+        self._fences: dict[str, tuple[str, int]] = {}  # run id → (lease owner, epoch)
 
     async def setup(self) -> None:
         """Migrate the app tables to the latest schema (Alembic)."""
@@ -121,9 +130,17 @@ class SqlRunStore:
         await self.direct.run([(insert(RunRow), row), *also])
 
     async def update(self, run_id: str, **fields: Any) -> None:
+        """Set fields of a run's row; a fenced run's (:meth:`fence`) only while this process
+        still holds its lease (:class:`LeaseLost` otherwise: another worker took it over)."""
         parameters = {**fields, "updated_at": utcnow(), "run_id_": run_id}  # SET: the fields
-        if await self.direct.write(_UPDATE, parameters) == 0:
-            raise RunNotFound(f"no run with id {run_id!r}")
+        fence = self._fences.get(run_id)
+        if fence is None:
+            if await self.direct.write(_UPDATE, parameters) == 0:
+                raise RunNotFound(f"no run with id {run_id!r}")
+            return
+        parameters.update(owner_=fence[0], epoch_=fence[1])
+        if await self.direct.write(_FENCED, parameters) == 0:
+            raise LeaseLost(f"run {run_id} was taken over by another worker")
 
     async def get(self, run_id: str) -> RunRow:
         row = await self.direct.first(select(RunRow).where(RunRow.id == run_id))
@@ -184,8 +201,16 @@ class SqlRunStore:
     # --- events and seqs ---------------------------------------------------------------------
     async def append(self, events: Sequence[BaseEvent]) -> None:
         """Store events (of any runs) in one transaction."""
+        events = self._kept(events)
         if events:
             await self.direct.run([(insert(EventRow), _rows(events))])
+
+    def _kept(self, events: Sequence[BaseEvent]) -> Sequence[BaseEvent]:
+        """``events`` but those of runs this process gave up (:meth:`abandon`): another worker
+        continues them, from seqs of its own."""
+        if not self._fences:
+            return events
+        return [e for e in events if self._fences.get(e.run_id, ("", 0))[1] != ABANDONED]
 
     async def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
         """The stored events of a run with ``seq > after_seq``, in order, a page at a time."""
@@ -223,7 +248,7 @@ class SqlRunStore:
     async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> int | None:
         """Take the run's lease for ``ttl_s`` seconds if no one holds it (or its holder let it
         expire); the new epoch, or ``None`` when another process holds it. Taking it clears
-        an earlier cancel request."""
+        neither its status nor a cancel request: the caller reads the row once it holds it."""
         now = utcnow()
         statement = (
             update(RunRow)
@@ -235,7 +260,6 @@ class SqlRunStore:
                 lease_owner=owner,
                 lease_until=now + timedelta(seconds=ttl_s),
                 lease_epoch=RunRow.lease_epoch + 1,
-                cancel_requested=False,
             )
             .returning(RunRow.lease_epoch)
         )
@@ -262,6 +286,37 @@ class SqlRunStore:
         )
         await self.direct.write(statement)
 
+    def fence(self, run_id: str, owner: str, epoch: int) -> None:
+        """From now on this process writes the run's row only while it holds lease ``epoch``."""
+        self._fences[run_id] = (owner, epoch)
+
+    def unfence(self, run_id: str) -> None:
+        self._fences.pop(run_id, None)
+
+    def abandon(self, run_id: str) -> None:
+        """This process stops writing anything of the run (its row, its events): another
+        worker has taken it over, or is about to."""
+        self._fences[run_id] = ("", ABANDONED)
+
+    async def cancel_if_queued(self, run_id: str, reason: str) -> bool:
+        """Cancel a run that waits in the queue and no worker has claimed (``False``: one has,
+        or it is not queued): its status (one conditional write), then ``run_cancelled``."""
+        now = utcnow()
+        statement = (
+            update(RunRow)
+            .where(RunRow.id == run_id, RunRow.status == "pending", RunRow.lease_owner.is_(None))
+            .values(status="cancelled", error="cancelled", finished_at=now, updated_at=now)
+            .returning(RunRow.last_seq, RunRow.team_name)
+        )
+        rows = await self.direct.returning(statement)
+        if not rows:
+            return False
+        found: Any = rows[0]
+        seq, team = int(found.last_seq) + 1, str(found.team_name)
+        await self.append([RunCancelled(run_id=run_id, seq=seq, path=[team], reason=reason)])
+        await self.update(run_id, last_seq=seq)
+        return True
+
     async def request_cancel(self, run_id: str) -> None:
         """Ask whichever process executes the run to stop it (it checks at its next lease
         renewal; PostgreSQL also tells it at once)."""
@@ -276,6 +331,7 @@ class PostgresRunStore(SqlRunStore):
     ``tg_control`` — in the transaction that stores them."""
 
     async def append(self, events: Sequence[BaseEvent]) -> None:
+        events = self._kept(events)
         if not events:
             return
         last: dict[str, int] = {}

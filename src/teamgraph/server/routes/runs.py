@@ -64,7 +64,7 @@ async def start_run(session: ReadSession, body: RunCreate, manager: Manager) -> 
     run_id = await manager.start(  # a RunConflict answers 409 (server.errors)
         session.user_id, session, session.team, body.input, body.template or session.template
     )
-    return RunAccepted(run_id=run_id, status="running")
+    return RunAccepted(run_id=run_id, status=manager.accepted)
 
 
 @router.get("/sessions/{session_id}/runs", response_model=list[RunSummary])

@@ -1,0 +1,290 @@
+"""``teamgraph worker``: a process that executes queued runs (no HTTP API).
+
+Each job names a run. The worker takes the run's lease (one executor per run: two workers never
+execute it at once), renews it every third of ``lease_ttl_s`` while the run executes, listens
+for a cancel (NOTIFY), and releases it at the end. Its writes to the run's row are fenced by the
+lease: a worker that lost its lease (paused longer than the TTL) stops and writes nothing more.
+
+Recovery needs no human: every ``worker_heartbeat_s`` each worker retries the jobs of workers
+whose procrastinate heartbeat is older than ``worker_stalled_s`` (killed, frozen, cut off), and
+re-queues queued runs whose job was lost. The run continues from its last checkpoint; finished
+steps, model replies and approved tool calls are replayed from the journal, never redone.
+
+On SIGTERM the worker stops claiming, waits up to ``worker_drain_s`` for its runs, hands the
+ones still running to another worker (lease released, job queued again) and exits."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from contextlib import AsyncExitStack, suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from teamgraph.config import Settings
+from teamgraph.errors import LeaseLost, UsageError
+from teamgraph.runtime.backend import open_backend
+from teamgraph.server.ops import Metrics
+from teamgraph.server.queue import QUEUE, TASK, Kind, RunQueue
+from teamgraph.server.runs import RunManager
+from teamgraph.server.state import AppState, load_teams
+from teamgraph.status import EXECUTING
+from teamgraph.storage.models import RunRow, utcnow
+from teamgraph.storage.notify import CONTROL, Notifications
+
+log = logging.getLogger(__name__)
+CLAIM_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class WorkerMetrics:
+    """A worker's own Prometheus metrics (beside the run metrics every process has)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.claims = Histogram(
+            "teamgraph_worker_claim_seconds",
+            "From a run being queued to a worker holding it.",
+            buckets=CLAIM_BUCKETS,
+            registry=registry,
+        )
+        self.in_flight = Gauge(
+            "teamgraph_worker_runs_in_flight", "Runs executing here.", registry=registry
+        )
+        self.renewals = Counter(
+            "teamgraph_worker_lease_renewals", "Lease renewals.", registry=registry
+        )
+        self.recoveries = Counter(
+            "teamgraph_worker_recoveries", "Runs of dead workers queued again.", registry=registry
+        )
+        self.queue_depth = Gauge(
+            "teamgraph_queue_depth", "Runs waiting for a worker.", registry=registry
+        )
+
+
+@dataclass
+class Worker:
+    """One worker process: ``await Worker(settings).run()`` until SIGTERM/SIGINT."""
+
+    settings: Settings
+    name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    draining: bool = False
+    handed: list[str] = field(default_factory=list)  # runs given to other workers on drain
+
+    def __post_init__(self) -> None:
+        if not self.settings.is_postgres:
+            raise UsageError("teamgraph worker needs PostgreSQL: set DATABASE_URL=postgresql://…")
+        self.owner = f"{self.name}:{uuid.uuid4().hex[:8]}"  # this process's lease owner id
+        self.metrics = Metrics()
+        self.own = WorkerMetrics(self.metrics.registry)
+
+    async def run(self) -> None:
+        async with AsyncExitStack() as stack:
+            backend = await stack.enter_async_context(open_backend(self.settings))
+            sessions = async_sessionmaker(backend.engine, expire_on_commit=False)
+            teams = load_teams(self.settings)
+            settings = self.settings.model_copy(  # every claimed run executes at once
+                update={"max_concurrent_runs": self.settings.worker_concurrency}
+            )
+            self.state = AppState(settings, backend, teams, sessions, self.metrics)
+            self.state.runs = self.manager = RunManager(self.state)
+            stack.push_async_callback(self.manager.shutdown)
+            self.queue = await stack.enter_async_context(RunQueue(self.settings.postgres_url))
+            self.notes = Notifications(self.settings.postgres_url, (CONTROL,))
+            await self.notes.start()
+            stack.push_async_callback(self.notes.close)
+            self.queue.app.task(name=TASK, queue=QUEUE, pass_context=True)(self._job)
+            if self.settings.worker_health_port:
+                server = await asyncio.start_server(
+                    self._health, "0.0.0.0", self.settings.worker_health_port
+                )
+                stack.push_async_callback(server.wait_closed)
+                stack.callback(server.close)
+            sweeper = asyncio.create_task(self._sweep())
+            stack.callback(sweeper.cancel)
+            self.ready.set()
+            log.info(
+                "worker %s ready (concurrency %d)", self.name, self.settings.worker_concurrency
+            )
+            await self.queue.app.run_worker_async(
+                queues=[QUEUE],
+                name=self.name,
+                concurrency=self.settings.worker_concurrency,
+                update_heartbeat_interval=self.settings.worker_heartbeat_s,
+                stalled_worker_timeout=self.settings.worker_stalled_s,
+                shutdown_graceful_timeout=self.settings.worker_drain_s,
+                delete_jobs="successful",
+                install_signal_handlers=True,
+                wait=True,
+            )
+            if self.handed:  # their tasks still run here: stop at once, as a crash would
+                log.warning("drained: runs %s handed to other workers", ", ".join(self.handed))
+                logging.shutdown()
+                os._exit(0)
+
+    # --- one job: one run --------------------------------------------------------------------
+    async def _job(self, context: Any, run_id: str, kind: Kind) -> None:
+        store = self.state.backend.runs
+        epoch = await self._claim(run_id)
+        if epoch is None:
+            return  # a live worker holds it: that one executes the run
+        store.fence(run_id, self.owner, epoch)
+        self.own.in_flight.inc()
+        try:
+            row = await store.get(run_id)
+            if row.status not in EXECUTING:
+                return  # ended, paused or cancelled while it waited
+            self.own.claims.observe(_since(row.updated_at))
+            if row.cancel_requested:
+                await store.cancel_stored(run_id, "cancelled")
+                return
+            await self._execute(row, kind, epoch)
+        except asyncio.CancelledError:  # drained past worker_drain_s: another worker goes on
+            await self._hand_over(run_id, epoch)
+            raise
+        finally:
+            self.own.in_flight.dec()
+            if run_id not in self.handed:
+                store.unfence(run_id)
+                with suppress(Exception):
+                    await store.release_lease(run_id, self.owner, epoch)
+
+    async def _claim(self, run_id: str) -> int | None:
+        """The run's lease: at once, or once the dead holder's has lapsed (``None``: its holder
+        keeps renewing it — alive)."""
+        store = self.state.backend.runs
+        ttl = self.settings.lease_ttl_s
+        seen: Any = None
+        while (epoch := await store.take_lease(run_id, self.owner, ttl)) is None:
+            row = await store.get(run_id)
+            if row.lease_until is None:
+                continue  # released just now
+            if seen is not None and row.lease_until != seen:
+                return None  # renewed while we waited: its holder is alive
+            seen = row.lease_until
+            await asyncio.sleep(min(ttl / 3, max(0.05, _until(row.lease_until))))
+        return epoch
+
+    async def _execute(self, row: RunRow, kind: Kind, epoch: int) -> None:
+        store = self.state.backend.runs
+        if kind == "start" and row.status == "pending":
+            await store.update(row.id, status="running")
+            await self.manager.start_stored(row)
+        else:  # a resume, or a run its dead worker had started: from its last checkpoint
+            await self.manager.resume(row.id)
+        ttl = self.settings.lease_ttl_s
+        with self.notes.subscribe(CONTROL, row.id) as control:
+            done = asyncio.create_task(self.manager.finished(row.id))
+            while not done.done():
+                heard = asyncio.create_task(control.get())
+                await asyncio.wait({done, heard}, timeout=ttl / 3, return_when="FIRST_COMPLETED")
+                heard.cancel()
+                if done.done():
+                    break
+                asked = await store.renew_lease(row.id, self.owner, epoch, ttl)
+                self.own.renewals.inc()
+                if asked is None:
+                    log.warning("lost the lease on run %s: another worker has it", row.id)
+                    store.abandon(row.id)  # nothing more of it reaches the database
+                    await self.manager.cancel(row.id)
+                    raise LeaseLost(f"run {row.id} was taken over")
+                if asked:
+                    await self.manager.cancel(row.id)
+            await done
+
+    async def _hand_over(self, run_id: str, epoch: int) -> None:
+        """Give a run this worker cannot finish to another: nothing more of it is written from
+        here, its lease is released and it is queued again (the process exits right after)."""
+        self.handed.append(run_id)
+        store = self.state.backend.runs
+        store.abandon(run_id)
+        with suppress(Exception):
+            await store.release_lease(run_id, self.owner, epoch)
+            await self.queue.defer(run_id, "resume")
+
+    # --- recovery ------------------------------------------------------------------------------
+    async def _sweep(self) -> None:
+        """Retry the jobs of dead workers, re-queue queued runs whose job was lost."""
+        manager = self.queue.app.job_manager
+        while True:
+            await asyncio.sleep(self.settings.worker_heartbeat_s)
+            try:
+                stalled = await manager.get_stalled_jobs(
+                    queue=QUEUE, seconds_since_heartbeat=self.settings.worker_stalled_s
+                )
+                for job in stalled:
+                    log.warning("run %s: its worker is gone; retrying", job.task_kwargs["run_id"])
+                    await manager.retry_job(job)
+                    self.own.recoveries.inc()
+                await manager.prune_stalled_workers(self.settings.worker_stalled_s)
+                await self._requeue_orphans()
+                self.own.queue_depth.set(await self.queue.depth())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("the recovery sweep failed; trying again")
+
+    async def _requeue_orphans(self) -> None:
+        """Runs stored ``pending`` with no job (the API process died before it queued them):
+        queue them (a job already waiting makes this a no-op)."""
+        cutoff = self.settings.worker_stalled_s
+        for row in await self.state.backend.runs.list(100, status="pending"):
+            if row.lease_owner is None and _since(row.updated_at) > cutoff:
+                await self.queue.defer(row.id, "resume" if row.last_seq > 0 else "start")
+
+    # --- health --------------------------------------------------------------------------------
+    async def _health(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """``/health`` (alive), ``/ready`` (claiming runs), ``/metrics`` (Prometheus)."""
+        try:
+            line = (await reader.readline()).decode("latin-1").split()
+            path = line[1] if len(line) > 1 else "/"
+            if path == "/metrics":
+                status, body = "200 OK", generate_latest(self.metrics.registry)
+            elif path == "/health":
+                status, body = "200 OK", b'{"status":"ok","role":"worker"}'
+            elif path == "/ready":
+                ready = self.ready.is_set() and not self.draining
+                status = "200 OK" if ready else "503 Service Unavailable"
+                body = b'{"ready":true}' if ready else b'{"ready":false}'
+            else:
+                status, body = "404 Not Found", b"{}"
+            head = f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            writer.write(head.encode() + body)
+            await writer.drain()
+        finally:
+            writer.close()
+
+
+def _since(moment: datetime) -> float:
+    """Seconds from ``moment`` (a stored UTC time) to now."""
+    return max(0.0, (utcnow() - _aware(moment)).total_seconds())
+
+
+def _until(moment: datetime) -> float:
+    return max(0.0, (_aware(moment) - utcnow()).total_seconds())
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def run_worker(settings: Settings) -> None:
+    """``teamgraph worker``: run until SIGTERM/SIGINT (JSON logs when enabled)."""
+    from contextlib import nullcontext
+
+    from teamgraph.server.logging import json_logging, json_logs_enabled
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    started = time.monotonic()
+    with json_logging() if json_logs_enabled(settings) else nullcontext():
+        asyncio.run(Worker(settings).run())
+    log.info("worker stopped after %.0f s", time.monotonic() - started)

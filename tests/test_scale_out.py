@@ -1,0 +1,346 @@
+"""Scale-out on the real PostgreSQL: two API-only processes (``serve --workers 0``) and
+``teamgraph worker`` processes, each its own OS process, as a deployment runs them.
+
+A run started on API process A executes on a worker and streams live to a client of API process
+B; ``kill -9`` of its worker mid-run hands it to another worker from its last checkpoint (no
+finished step runs again, the stream on B goes on); cancels, approvals and resumes work from
+either API process; SIGTERM drains a worker; runs queued at once are each executed once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from teamgraph.config import EXAMPLE_TEAMS
+
+pytestmark = pytest.mark.timeout(300)  # processes start in seconds each, more on a busy machine
+PASSWORD = "Sup3r-secret!"
+LEASE_S = 2.0  # short leases and heartbeats: a dead worker's run moves within seconds
+SLOW = """\
+name: slow
+description: A workflow whose model takes 0.25 s a call.
+pattern: workflow
+model: offline
+model_kwargs: {latency: 0.25}
+members: [researcher, writer]
+"""
+REQUEST = "Compare PostgreSQL and MongoDB on performance, security and cost"
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Cluster:
+    """API processes and workers on one database; every process's output in ``logs``."""
+
+    url: str
+    teams: Path
+    logs: Path
+    apis: list[str] = field(default_factory=list)
+    workers: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)  # pid → process
+    health: dict[int, int] = field(default_factory=dict)  # worker pid → its health port
+
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "DATABASE_URL": self.url,
+            "TEAMGRAPH_TEAMS_DIRS": json.dumps([str(EXAMPLE_TEAMS), str(self.teams)]),
+            "TEAMGRAPH_JWT_SECRET": "scale-out-tests-share-one-signing-secret",
+            "TEAMGRAPH_KNOWLEDGE_PATH": str(self.logs / "knowledge.db"),
+            "TEAMGRAPH_LEASE_TTL_S": str(LEASE_S),
+            "TEAMGRAPH_WORKER_STALLED_S": str(LEASE_S),
+            "TEAMGRAPH_WORKER_HEARTBEAT_S": "0.5",
+            "TEAMGRAPH_JSON_LOGS": "false",
+        }
+
+    def spawn(self, *args: str, name: str) -> subprocess.Popen[bytes]:
+        out = (self.logs / f"{name}.log").open("ab")
+        command = [sys.executable, "-m", "teamgraph", *args]
+        return subprocess.Popen(command, env=self.env(), stdout=out, stderr=subprocess.STDOUT)
+
+    def start_api(self) -> subprocess.Popen[bytes]:
+        port = _port()
+        self.apis.append(f"http://127.0.0.1:{port}")
+        return self.spawn("serve", "--workers", "0", "--port", str(port), name=f"api-{port}")
+
+    def start_worker(self) -> subprocess.Popen[bytes]:
+        port = _port()
+        process = self.spawn("worker", "--health-port", str(port), name=f"worker-{port}")
+        self.workers[process.pid] = process
+        self.health[process.pid] = port
+        return process
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        urls = [f"{api}/health" for api in self.apis]
+        urls += [f"http://127.0.0.1:{port}/ready" for port in self.health.values()]
+        until = time.monotonic() + timeout
+        for url in urls:
+            while True:
+                try:
+                    if httpx.get(url, timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > until:
+                    raise AssertionError(f"{url} never came up; see {self.logs}")
+                time.sleep(0.2)
+
+    def gone(self, pid: int) -> subprocess.Popen[bytes]:
+        """Forget a worker (killed or stopping); its process."""
+        self.health.pop(pid)
+        return self.workers.pop(pid)
+
+    def holder(self, run_id: str) -> int:
+        """The pid of the worker holding the run's lease (0: none)."""
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            found = conn.execute("SELECT lease_owner FROM runs WHERE id = %s", (run_id,)).fetchone()
+        owner = found[0] if found else None
+        return int(owner.split(":")[1]) if owner else 0
+
+    def stop(self) -> None:
+        for process in self.workers.values():
+            if process.poll() is None:
+                process.kill()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    url = _database()
+    folder = tmp_path_factory.mktemp("scale")
+    (folder / "teams").mkdir()
+    (folder / "teams" / "slow.yaml").write_text(SLOW)
+    made = Cluster(url, folder / "teams", folder)
+    apis = [made.start_api(), made.start_api()]
+    made.start_worker()
+    made.start_worker()
+    try:
+        made.wait_ready()
+        yield made
+    finally:
+        made.stop()
+        for api in apis:
+            api.terminate()
+            api.wait(timeout=30)
+        _drop(url)
+
+
+def _database() -> str:
+    import uuid
+
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        admin = psycopg.connect(ADMIN, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PostgreSQL is not reachable at 127.0.0.1:5432 ({exc})")
+    name = f"tg_scale_{uuid.uuid4().hex[:10]}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    return f"postgresql://postgres@127.0.0.1:5432/{name}"
+
+
+def _drop(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(ADMIN, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+
+ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@dataclass
+class Client:
+    """One user talking to the cluster's API processes."""
+
+    http: httpx.AsyncClient
+    token: str = ""
+    session: str = ""
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def start(self, api: str, team: str = "slow", text: str = REQUEST) -> str:
+        made = await self.http.post(
+            f"{api}/api/v1/auth/session", json={"team": team}, headers=self.headers
+        )
+        assert made.status_code == 201, made.text
+        self.session = made.json()["session_id"]
+        started = await self.http.post(
+            f"{api}/api/v1/sessions/{self.session}/runs", json={"input": text}, headers=self.headers
+        )
+        assert started.status_code == 202, started.text
+        assert started.json()["status"] == "pending"  # queued: a worker executes it
+        return str(started.json()["run_id"])
+
+    async def events(self, api: str, run_id: str, after: int = 0) -> AsyncIterator[dict[str, Any]]:
+        url = f"{api}/api/v1/runs/{run_id}/events?after={after}"
+        async with self.http.stream("GET", url, headers=self.headers) as response:
+            assert response.status_code == 200
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    yield json.loads(line[6:])
+
+    async def status(self, api: str, run_id: str) -> str:
+        got = await self.http.get(f"{api}/api/v1/runs/{run_id}", headers=self.headers)
+        return str(got.json()["status"])
+
+
+@pytest.fixture
+async def user(cluster: Cluster) -> AsyncIterator[Client]:
+    import uuid
+
+    async with httpx.AsyncClient(timeout=120) as http:
+        email = f"u{uuid.uuid4().hex[:8]}@example.com"
+        api = cluster.apis[0]
+        made = await http.post(
+            f"{api}/api/v1/auth/register", json={"email": email, "password": PASSWORD}
+        )
+        assert made.status_code == 201, made.text
+        login = await http.post(
+            f"{api}/api/v1/auth/login", data={"username": email, "password": PASSWORD}
+        )
+        http.cookies.clear()
+        yield Client(http, login.json()["access_token"])
+
+
+async def test_a_run_started_on_one_api_runs_on_a_worker_and_streams_live_on_another(
+    cluster: Cluster, user: Client
+) -> None:
+    a, b = cluster.apis
+    run_id = await user.start(a)
+    seen = [event async for event in user.events(b, run_id)]
+    kinds = [e["type"] for e in seen]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_completed"
+    assert kinds.count("step_completed") >= 3 and "token" in kinds
+    assert [e["seq"] for e in seen] == sorted({e["seq"] for e in seen})  # no gap, no repeat
+    assert await user.status(a, run_id) == "completed"
+    assert cluster.holder(run_id) == 0  # the worker let the run go
+    messages = await user.http.get(
+        f"{b}/api/v1/sessions/{user.session}/messages", headers=user.headers
+    )
+    assert [m["role"] for m in messages.json()] == ["user", "assistant"]
+
+
+async def test_a_killed_worker_s_run_is_finished_by_another_without_redoing_a_step(
+    cluster: Cluster, user: Client
+) -> None:
+    a, b = cluster.apis
+    run_id = await user.start(a)
+    seen: list[tuple[float, dict[str, Any]]] = []
+    killed_at = 0.0
+    async for event in user.events(b, run_id):
+        seen.append((time.monotonic(), event))
+        if event["type"] == "step_completed" and not killed_at:
+            victim = cluster.holder(run_id)
+            assert victim in cluster.workers
+            os.kill(victim, signal.SIGKILL)  # mid-run: other steps are still to come
+            cluster.gone(victim).wait()
+            killed_at = time.monotonic()
+    events = [e for _, e in seen]
+    assert events[-1]["type"] == "run_completed"  # the stream on B went on to the end
+    assert await user.status(b, run_id) == "completed"
+    resumed_at, resumed = next((t, e) for t, e in seen if e["type"] == "resumed")
+    done_before = set(resumed["completed_steps"])
+    assert done_before  # the step that had finished before the kill …
+    after = events[events.index(resumed) :]
+    redone = {e.get("step_id") for e in after if e["type"] in ("step_started", "usage")}
+    assert not done_before & redone  # … was not executed again: no start, no model call
+    finished = Counter(e["step_id"] for e in events if e["type"] == "step_completed")
+    assert set(finished.values()) == {1}  # every step completed exactly once
+    assert resumed_at - killed_at < 30  # taken over within the bound (here ≈ 2 × LEASE_S)
+    cluster.start_worker()  # the next tests have two workers again
+    cluster.wait_ready()
+
+
+async def test_a_cancel_on_one_api_stops_the_run_on_its_worker(
+    cluster: Cluster, user: Client
+) -> None:
+    a, b = cluster.apis
+    run_id = await user.start(a)
+    seen = []
+    async for event in user.events(a, run_id):
+        seen.append(event["type"])
+        if event["type"] == "step_started" and seen.count("step_started") == 1:
+            cancelled = await user.http.post(
+                f"{b}/api/v1/runs/{run_id}/cancel", headers=user.headers
+            )
+            assert cancelled.status_code == 200, cancelled.text
+            assert cancelled.json()["status"] == "cancelled"
+    assert seen[-1] == "run_cancelled" and "run_completed" not in seen
+    assert cluster.holder(run_id) == 0
+
+
+async def test_an_approval_given_on_another_api_resumes_the_run_on_a_worker(
+    cluster: Cluster, user: Client
+) -> None:
+    a, b = cluster.apis
+    run_id = await user.start(a, "notebook", "Save a note: the staging database is db-7")
+    paused = [e["type"] async for e in user.events(b, run_id)]
+    assert paused[-1] == "approval_requested"
+    assert await user.status(a, run_id) == "interrupted"
+    resumed = await user.http.post(
+        f"{b}/api/v1/runs/{run_id}/resume",
+        json={"default": {"action": "approve"}},
+        headers=user.headers,
+    )
+    assert resumed.status_code == 202, resumed.text
+    after = [e async for e in user.events(a, run_id, after=0)]
+    kinds = [e["type"] for e in after]
+    assert kinds[-1] == "run_completed"
+    results = [e for e in after if e["type"] == "tool_returned" and e.get("tool") == "save_note"]
+    assert len(results) == 1  # the approved call ran once
+
+
+async def test_runs_queued_at_once_are_each_executed_once(cluster: Cluster, user: Client) -> None:
+    a, b = cluster.apis
+    ids = [await user.start(a if i % 2 else b, text=f"Explain topic {i}") for i in range(6)]
+    ends = await asyncio.gather(*(_last(user, b, run_id) for run_id in ids))
+    assert ends == ["run_completed"] * 6
+    for run_id in ids:
+        kinds = [e["type"] async for e in user.events(a, run_id)]
+        assert kinds.count("run_started") == 1 and "resumed" not in kinds
+
+
+async def test_sigterm_drains_a_worker_its_run_finishes(cluster: Cluster, user: Client) -> None:
+    a, b = cluster.apis
+    run_id = await user.start(a)
+    async for event in user.events(b, run_id):
+        if event["type"] == "step_started":
+            break
+    pid = cluster.holder(run_id)
+    worker = cluster.gone(pid)
+    worker.send_signal(signal.SIGTERM)
+    assert await _last(user, b, run_id) == "run_completed"
+    kinds = [e["type"] async for e in user.events(a, run_id)]
+    assert "resumed" not in kinds  # finished by the worker that had it
+    assert await asyncio.to_thread(worker.wait, 60) == 0
+    cluster.start_worker()
+    cluster.wait_ready()
+
+
+async def _last(user: Client, api: str, run_id: str) -> str:
+    kinds = [e["type"] async for e in user.events(api, run_id)]
+    return kinds[-1]
