@@ -142,3 +142,36 @@ def test_every_readme_command_runs(
 
 def test_the_readme_shows_commands() -> None:
     assert len(_readme_commands()) >= 10
+
+
+DEPLOY = REPO / "deploy"
+
+
+def _deploy_commands() -> list[tuple[str, str]]:
+    """Every ``teamgraph …`` command line in deploy/ (Procfile, systemd units, compose)."""
+    found = []
+    for path in sorted(DEPLOY.iterdir()):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.lstrip().startswith("#"):
+                continue
+            for match in re.finditer(r"teamgraph ((?:serve|worker)\b[^\"\n]*)", line):
+                found.append((path.name, match.group(1).strip()))
+    return found
+
+
+def test_the_deployment_files_start_real_commands_with_real_options() -> None:
+    commands = _commands()
+    seen = _deploy_commands()
+    assert {name for name, _ in seen} >= {
+        "Procfile",
+        "compose.yaml",
+        "teamgraph-api.service",
+        "teamgraph-worker@.service",
+    }
+    for name, line in seen:
+        command, *rest = shlex.split(line.replace("${PORT:-8000}", "8000"))
+        used = [word.split("=")[0] for word in rest if word.startswith("--")]
+        unknown = [o for o in used if o not in commands[command]]
+        assert not unknown, f"{name}: `teamgraph {command}` has no option {unknown}"
+        if command == "serve":
+            assert "--workers" in used  # API only: the workers execute the runs

@@ -69,6 +69,7 @@ class Cluster:
             "TEAMGRAPH_WORKER_STALLED_S": str(LEASE_S),
             "TEAMGRAPH_WORKER_HEARTBEAT_S": "0.5",
             "TEAMGRAPH_JSON_LOGS": "false",
+            "TEAMGRAPH_OTEL_EXPORTER": "console",  # every process prints its spans
         }
 
     def spawn(self, *args: str, name: str) -> subprocess.Popen[bytes]:
@@ -116,6 +117,17 @@ class Cluster:
             found = conn.execute("SELECT lease_owner FROM runs WHERE id = %s", (run_id,)).fetchone()
         owner = found[0] if found else None
         return int(owner.split(":")[1]) if owner else 0
+
+    def spans(self, run_id: str) -> list[dict[str, Any]]:
+        """The spans about ``run_id`` every process has printed so far."""
+        found = []
+        for log in self.logs.glob("*.log"):
+            for line in log.read_text(errors="replace").splitlines():
+                if line.startswith('{"otel_span"'):
+                    span = json.loads(line)
+                    if span["attributes"].get("teamgraph.run_id") == run_id:
+                        found.append(span)
+        return found
 
     def stop(self) -> None:
         for process in self.workers.values():
@@ -242,6 +254,11 @@ async def test_a_run_started_on_one_api_runs_on_a_worker_and_streams_live_on_ano
         f"{b}/api/v1/sessions/{user.session}/messages", headers=user.headers
     )
     assert [m["role"] for m in messages.json()] == ["user", "assistant"]
+    spans = {span["otel_span"]: span for span in cluster.spans(run_id)}  # one trace, two processes
+    queued, executed = spans["run.queue"], spans["run.execute"]
+    assert (queued["service"], executed["service"]) == ("teamgraph-api", "teamgraph-worker")
+    assert executed["trace_id"] == queued["trace_id"]
+    assert executed["parent_id"] == queued["span_id"]
 
 
 async def test_a_killed_worker_s_run_is_finished_by_another_without_redoing_a_step(

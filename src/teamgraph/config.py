@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -109,6 +109,13 @@ class Settings(BaseSettings):
         description="A token event is sent as soon as it holds this many characters.",
     )
 
+    db_pool_size: int = Field(
+        default=20, ge=1, description="PostgreSQL connections each process keeps (docs/deploy.md)."
+    )
+    db_max_overflow: int = Field(
+        default=20, ge=0, description="Extra PostgreSQL connections a process opens under load."
+    )
+
     knowledge_path: Path = Field(
         default=Path("teamgraph-knowledge.db"),
         description="SQLite file of the knowledge index when DATABASE_URL is PostgreSQL.",
@@ -167,6 +174,11 @@ class Settings(BaseSettings):
         ge=0,
         description="On SIGTERM a worker stops claiming and waits this long for its runs; those "
         "still running are handed to another worker from their last checkpoint.",
+    )
+    otel_exporter: Literal["", "console", "otlp"] = Field(
+        default="",
+        description="OpenTelemetry traces of runs across API and worker processes: console "
+        "(one JSON line per span on stdout) or otlp (OTEL_EXPORTER_OTLP_ENDPOINT); empty: off.",
     )
     worker_health_port: int = Field(
         default=0,

@@ -145,7 +145,9 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         saver = await stack.enter_async_context(saver_class.from_conn_string(url))
         store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(url))
         engine = create_async_engine(
-            url.replace("postgresql://", "postgresql+psycopg://", 1), pool_size=20, max_overflow=20
+            url.replace("postgresql://", "postgresql+psycopg://", 1),
+            pool_size=settings.db_pool_size,
+            max_overflow=settings.db_max_overflow,
         )
         stack.push_async_callback(engine.dispose)
         direct = Direct(engine)

@@ -86,6 +86,9 @@ async def _manager(state: AppState, stack: AsyncExitStack) -> RunManager:
         return RunManager(state)
     if not state.settings.is_postgres:
         raise UsageError("an API-only server (--workers 0) needs PostgreSQL: set DATABASE_URL")
+    from teamgraph.server import tracing
+
+    tracing.configure(state.settings, "api")
     from teamgraph.server.queue import RunQueue
     from teamgraph.server.queued_runs import QueuedRunManager
     from teamgraph.storage.notify import EVENTS, Notifications

@@ -62,13 +62,15 @@ class RunQueue:
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
 
-    async def defer(self, run_id: str, kind: Kind) -> None:
-        """Put the run in the queue (at most one waiting job per run: a second is dropped)."""
+    async def defer(self, run_id: str, kind: Kind, trace: dict[str, str] | None = None) -> None:
+        """Put the run in the queue (at most one waiting job per run: a second is dropped);
+        ``trace``: the trace context the worker's spans join."""
         from procrastinate.exceptions import AlreadyEnqueued
 
         task = self.app.configure_task(name=TASK, queue=QUEUE, queueing_lock=run_id)
         with suppress(AlreadyEnqueued):  # a job waits already: it will see the run as it is then
-            await task.defer_async(run_id=run_id, kind=kind)
+            carried: dict[str, Any] = dict(trace or {})
+            await task.defer_async(run_id=run_id, kind=kind, trace=carried)
 
     async def depth(self) -> int:
         """Jobs waiting to be claimed."""

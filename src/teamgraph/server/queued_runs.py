@@ -18,6 +18,7 @@ from teamgraph.errors import RunConflict, UsageError
 from teamgraph.events import Event
 from teamgraph.runtime import event_log as rl
 from teamgraph.server import repositories as repo
+from teamgraph.server import tracing
 from teamgraph.server.queue import RunQueue
 from teamgraph.server.runs import RunManager
 from teamgraph.server.state import AppState
@@ -56,10 +57,11 @@ class QueuedRunManager(RunManager):
         run_id = uuid.uuid4().hex
         row = runner.run_row(request, run_id, session.id, template, user_id, session_id=session.id)
         message = {"session_id": session.id, "role": "user", "content": request, "run_id": run_id}
-        await self.state.backend.runs.create(
-            {**row, "status": "pending"}, (insert(MessageRow), message), *also
-        )
-        await self.queue.defer(run_id, "start")
+        with tracing.span("run.queue", run_id, team=team_name, kind="start"):
+            await self.state.backend.runs.create(
+                {**row, "status": "pending"}, (insert(MessageRow), message), *also
+            )
+            await self.queue.defer(run_id, "start", tracing.carrier())
         return run_id
 
     async def resume(self, run_id: str, answer: str | None = None, **reply: Any) -> None:
@@ -74,8 +76,9 @@ class QueuedRunManager(RunManager):
         if answer:
             async with self.state.sessions() as db:
                 await repo.add_message(db, row.session_id or row.thread_id, "user", answer, run_id)
-        await store.update(run_id, status="pending", cancel_requested=False)
-        await self.queue.defer(run_id, "resume")
+        with tracing.span("run.queue", run_id, team=row.team_name, kind="resume"):
+            await store.update(run_id, status="pending", cancel_requested=False)
+            await self.queue.defer(run_id, "resume", tracing.carrier())
 
     async def cancel(self, run_id: str) -> str:
         """A queued run is cancelled at once; a running one is asked to stop (its worker hears

@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from teamgraph.config import Settings
 from teamgraph.errors import LeaseLost, UsageError
 from teamgraph.runtime.backend import open_backend
+from teamgraph.server import tracing
 from teamgraph.server.ops import Metrics
 from teamgraph.server.queue import QUEUE, TASK, Kind, RunQueue
 from teamgraph.server.runs import RunManager
@@ -86,6 +87,7 @@ class Worker:
         self.own = WorkerMetrics(self.metrics.registry)
 
     async def run(self) -> None:
+        tracing.configure(self.settings, "worker")
         async with AsyncExitStack() as stack:
             backend = await stack.enter_async_context(open_backend(self.settings))
             sessions = async_sessionmaker(backend.engine, expire_on_commit=False)
@@ -130,7 +132,14 @@ class Worker:
                 os._exit(0)
 
     # --- one job: one run --------------------------------------------------------------------
-    async def _job(self, context: Any, run_id: str, kind: Kind) -> None:
+    async def _job(
+        self, context: Any, run_id: str, kind: Kind, trace: dict[str, str] | None = None
+    ) -> None:
+        """One job: the run's span, in the trace of the API process that queued it."""
+        with tracing.span("run.execute", run_id, parent=trace, kind=kind, worker=self.name):
+            await self._run(run_id, kind)
+
+    async def _run(self, run_id: str, kind: Kind) -> None:
         store = self.state.backend.runs
         epoch = await self._claim(run_id)
         if epoch is None:

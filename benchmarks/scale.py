@@ -1,0 +1,281 @@
+"""Scale-out benchmark: API-only processes and ``teamgraph worker`` processes on PostgreSQL.
+
+On one fresh PostgreSQL database per configuration, with the 4-step offline team of
+``benchmarks/server.py`` (``a`` → ``b``, ``c`` → ``d``), ``--runs`` runs by ``--concurrency``
+clients, each started through ``POST …/runs`` and followed on ``GET …/events`` to its end:
+
+* ``in-process``: ``teamgraph serve`` as shipped (runs execute in the API process) — the baseline;
+* ``1 API + 1 worker`` and ``1 API + 2 workers``: ``serve --workers 0`` and worker processes.
+
+Printed per configuration: runs/s and its ratio to the in-process server and to one worker;
+claim latency (from the run's row made by the API to its ``run_started`` event emitted by a
+worker: queue, NOTIFY, claim, lease, status, first event) p50/p99. Then the takeover: a run of
+a slower team (0.25 s per model call) has its worker killed (``kill -9``) after its first
+step; the time from the kill to the ``resumed`` event of the worker that took it over, with the
+default lease and heartbeat settings (``--takeovers`` times).
+
+Needs PostgreSQL (``--admin-url``, default the local server). Run ``python benchmarks/scale.py``
+(≈ 3 minutes) or ``--quick``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from server import (  # the benchmark next to this one
+    UNLIMITED,
+    Api,
+    BenchmarkError,
+    free_port,
+    percentile,
+    server_throughput,
+    write_team,
+)
+
+ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+SLOW = """\
+name: slow
+description: A workflow whose model takes 0.25 s a call.
+pattern: workflow
+model: offline
+model_kwargs: {latency: 0.25}
+members: [researcher, writer]
+"""
+
+
+class Deployment:
+    """API processes and workers of one configuration on a database of their own."""
+
+    def __init__(self, admin: str, teams: Path, root: Path, **env: str) -> None:
+        self.admin, self.root = admin, root
+        self.name = f"tg_bench_{uuid.uuid4().hex[:8]}"
+        self.url = admin.rsplit("/", 1)[0] + "/" + self.name
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": self.url,
+            "TEAMGRAPH_TEAMS_DIRS": json.dumps([str(teams)]),
+            "TEAMGRAPH_JWT_SECRET": uuid.uuid4().hex * 2,
+            "TEAMGRAPH_KNOWLEDGE_PATH": str(root / f"{self.name}.knowledge.db"),
+            "TEAMGRAPH_RATE_LIMITS": json.dumps(UNLIMITED),
+            "TEAMGRAPH_JSON_LOGS": "false",
+            **env,
+        }
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.workers: dict[int, subprocess.Popen[bytes]] = {}
+        self.api = ""
+
+    def __enter__(self) -> Deployment:
+        import psycopg
+
+        with psycopg.connect(self.admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{self.name}"')
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import psycopg
+
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        with psycopg.connect(self.admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+    def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
+        log = (self.root / f"{self.name}-{len(self.processes)}.log").open("ab")
+        command = [sys.executable, "-m", "teamgraph", *args]
+        process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.processes.append(process)
+        return process
+
+    def serve(self, workers: int | None) -> None:
+        port = free_port()
+        self.api = f"http://127.0.0.1:{port}"
+        extra = () if workers is None else ("--workers", "0")
+        self._spawn("serve", "--port", str(port), *extra)
+        for _ in range(workers or 0):
+            self.worker()
+
+    def worker(self) -> None:
+        process = self._spawn("worker")
+        self.workers[process.pid] = process
+
+    async def ready(self, within_s: float = 120) -> None:
+        deadline = time.monotonic() + within_s
+        async with httpx.AsyncClient() as http:
+            while time.monotonic() < deadline:
+                try:
+                    if (await http.get(f"{self.api}/health")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.2)
+            else:
+                raise BenchmarkError(f"the API did not start; logs in {self.root}")
+        while self.workers and time.monotonic() < deadline:  # every worker has registered
+            if await self._registered() >= len(self.workers):
+                return
+            await asyncio.sleep(0.2)
+
+    async def _registered(self) -> int:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self.url) as conn:
+            try:
+                cursor = await conn.execute("SELECT count(*) FROM procrastinate_workers")
+            except psycopg.errors.UndefinedTable:
+                return 0
+            found = await cursor.fetchone()
+            return int(found[0]) if found else 0
+
+    async def claim_latencies(self) -> list[float]:
+        """Ms from each run's row (its ``created_at``, set by the API) to its ``run_started``
+        event (its ``ts``, set by the worker when it emits it)."""
+        import psycopg
+
+        query = (
+            "SELECT extract(epoch FROM ((e.data::json->>'ts')::timestamptz - r.created_at)) * 1000"
+            " FROM runs r"
+            " JOIN events e ON e.run_id = r.id AND e.type = 'run_started'"
+        )
+        async with await psycopg.AsyncConnection.connect(self.url) as conn:
+            rows = await (await conn.execute(query)).fetchall()
+        return [float(row[0]) for row in rows]
+
+    def holder(self, run_id: str) -> int:
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            found = conn.execute("SELECT lease_owner FROM runs WHERE id = %s", (run_id,)).fetchone()
+        return int(found[0].split(":")[1]) if found and found[0] else 0
+
+
+async def throughput(
+    admin: str, teams: Path, root: Path, workers: int | None, args: argparse.Namespace
+) -> tuple[float, list[float]]:
+    with Deployment(admin, teams, root) as deployment:
+        deployment.serve(workers)
+        await deployment.ready()
+        limits = httpx.Limits(max_connections=args.concurrency * 2 + 10)
+        async with httpx.AsyncClient(base_url=deployment.api, limits=limits, timeout=120) as http:
+            api = await Api.login(http)
+            rate = await server_throughput(api, args.runs, args.concurrency)
+        claims = await deployment.claim_latencies() if workers is not None else []
+    return rate, claims
+
+
+async def takeover(admin: str, teams: Path, root: Path, times: int) -> list[float]:
+    """Seconds from ``kill -9`` of a run's worker to the ``resumed`` event of its successor."""
+    seconds: list[float] = []
+    with Deployment(admin, teams, root) as deployment:
+        deployment.serve(2)
+        await deployment.ready()
+        async with httpx.AsyncClient(base_url=deployment.api, timeout=300) as http:
+            api = await Api.login(http)
+            for _ in range(times):
+                session = await api.session("slow")
+                started = await http.post(
+                    f"/api/v1/sessions/{session}/runs",
+                    json={"input": "Compare PostgreSQL and MongoDB on performance and cost"},
+                    headers=api.headers,
+                )
+                run_id = started.json()["run_id"]
+                seconds.append(await _kill_and_time(deployment, api, run_id))
+                deployment.worker()  # two workers again
+                await deployment.ready()
+    return seconds
+
+
+async def _kill_and_time(deployment: Deployment, api: Api, run_id: str) -> float:
+    killed_at, took = 0.0, 0.0
+    url = f"/api/v1/runs/{run_id}/events"
+    async with api.http.stream("GET", url, headers=api.headers) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("event:"):
+                continue
+            kind = line.removeprefix("event:").strip()
+            if kind == "step_completed" and not killed_at:
+                pid = deployment.holder(run_id)
+                os.kill(pid, signal.SIGKILL)
+                deployment.workers.pop(pid).wait()
+                killed_at = time.monotonic()
+            elif kind == "resumed" and killed_at and not took:
+                took = time.monotonic() - killed_at
+            elif kind == "run_completed":
+                break
+    if not took:
+        raise BenchmarkError(f"run {run_id} was not taken over")
+    return took
+
+
+def _ms(values: list[float]) -> str:
+    if not values:
+        return "—"
+    return f"p50 {percentile(values, 50):.1f} ms, p99 {percentile(values, 99):.1f} ms"
+
+
+async def benchmark(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="teamgraph-scale-") as tmp:
+        root = Path(tmp)
+        teams = write_team(root)
+        (teams / "slow.yaml").write_text(SLOW)
+        rates: dict[str, float] = {}
+        for label, workers in (
+            ("in-process", None),
+            ("1 API + 1 worker", 1),
+            ("1 API + 2 workers", 2),
+        ):
+            rate, claims = await throughput(args.admin_url, teams, root, workers, args)
+            rates[label] = rate
+            base = rates["in-process"]
+            one = rates.get("1 API + 1 worker", rate)
+            print(
+                f"{label:<18} runs_per_s {rate:6.1f}  ×{rate / base:.2f} in-process"
+                f"  ×{rate / one:.2f} one worker  claim {_ms(claims)}",
+                flush=True,
+            )
+        took = await takeover(args.admin_url, teams, root, args.takeovers)
+        print(
+            "takeover after kill -9 (default lease 10 s, stalled after 10 s): "
+            + ", ".join(f"{s:.1f} s" for s in took),
+            flush=True,
+        )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--takeovers", type=int, default=3)
+    parser.add_argument("--admin-url", default=ADMIN, help="A PostgreSQL database to create from.")
+    parser.add_argument("--quick", action="store_true", help="A smoke run: few runs, one kill.")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.runs, args.concurrency, args.takeovers = 40, 8, 1
+    try:
+        return asyncio.run(benchmark(args))
+    except BenchmarkError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
