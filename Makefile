@@ -56,7 +56,7 @@ test: setup browser-tools services
 eval: setup
 	$(VENV)/bin/python evals/planning.py
 
-bench: setup
+bench: setup services
 	$(VENV)/bin/python benchmarks/scheduling.py
 	$(VENV)/bin/python benchmarks/tools.py
 	$(VENV)/bin/python benchmarks/sandbox.py
@@ -64,6 +64,7 @@ bench: setup
 	$(VENV)/bin/python benchmarks/crash.py
 	$(VENV)/bin/python benchmarks/providers.py
 	$(VENV)/bin/python benchmarks/cli_startup.py
+	$(VENV)/bin/python benchmarks/scale.py
 
 clean:
 	rm -rf .tools $(VENV) teamgraph.db

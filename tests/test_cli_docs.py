@@ -148,13 +148,14 @@ DEPLOY = REPO / "deploy"
 
 
 def _deploy_commands() -> list[tuple[str, str]]:
-    """Every ``teamgraph …`` command line in deploy/ (Procfile, systemd units, compose)."""
+    """Every ``teamgraph serve|worker …`` command in deploy/ (Procfile, systemd units, compose)
+    and docs/deploy.md."""
     found = []
-    for path in sorted(DEPLOY.iterdir()):
+    for path in [*sorted(DEPLOY.iterdir()), REPO / "docs" / "deploy.md"]:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.lstrip().startswith("#"):
                 continue
-            for match in re.finditer(r"teamgraph ((?:serve|worker)\b[^\"\n]*)", line):
+            for match in re.finditer(r"teamgraph ((?:serve|worker)\b[^\"`#\n]*)", line):
                 found.append((path.name, match.group(1).strip()))
     return found
 
@@ -167,11 +168,12 @@ def test_the_deployment_files_start_real_commands_with_real_options() -> None:
         "compose.yaml",
         "teamgraph-api.service",
         "teamgraph-worker@.service",
+        "deploy.md",
     }
     for name, line in seen:
         command, *rest = shlex.split(line.replace("${PORT:-8000}", "8000"))
         used = [word.split("=")[0] for word in rest if word.startswith("--")]
         unknown = [o for o in used if o not in commands[command]]
         assert not unknown, f"{name}: `teamgraph {command}` has no option {unknown}"
-        if command == "serve":
+        if command == "serve" and name != "deploy.md":
             assert "--workers" in used  # API only: the workers execute the runs
