@@ -254,6 +254,12 @@ async def test_a_run_started_on_one_api_runs_on_a_worker_and_streams_live_on_ano
         f"{b}/api/v1/sessions/{user.session}/messages", headers=user.headers
     )
     assert [m["role"] for m in messages.json()] == ["user", "assistant"]
+    middle = seen[len(seen) // 2]["seq"]  # a client reconnecting to the other process
+    url = f"{a}/api/v1/runs/{run_id}/events"
+    headers = {**user.headers, "Last-Event-ID": str(middle)}
+    async with user.http.stream("GET", url, headers=headers) as response:
+        again = [json.loads(x[6:]) async for x in response.aiter_lines() if x.startswith("data: ")]
+    assert [e["seq"] for e in again] == [e["seq"] for e in seen if e["seq"] > middle]
     spans = {span["otel_span"]: span for span in cluster.spans(run_id)}  # one trace, two processes
     queued, executed = spans["run.queue"], spans["run.execute"]
     assert (queued["service"], executed["service"]) == ("teamgraph-api", "teamgraph-worker")
@@ -361,3 +367,59 @@ async def test_sigterm_drains_a_worker_its_run_finishes(cluster: Cluster, user: 
 async def _last(user: Client, api: str, run_id: str) -> str:
     kinds = [e["type"] async for e in user.events(api, run_id)]
     return kinds[-1]
+
+
+async def test_a_stored_run_whose_job_was_lost_is_queued_again(
+    cluster: Cluster, user: Client
+) -> None:
+    import psycopg
+
+    a, b = cluster.apis
+    first = await user.start(a, text="Explain write-ahead logging")
+    assert await _last(user, b, first) == "run_completed"
+    made = await user.http.post(
+        f"{a}/api/v1/auth/session", json={"team": "slow"}, headers=user.headers
+    )
+    session = made.json()["session_id"]
+    orphan = "orphan" + first[6:]  # stored as an API process dying before it queued the job
+    with psycopg.connect(cluster.url) as conn:
+        conn.execute(
+            "INSERT INTO runs (id, thread_id, team_name, team_spec, pattern, input, status,"
+            " user_id, session_id, last_seq, input_tokens, output_tokens, cost_usd,"
+            " usage_by_agent, created_at, updated_at)"
+            " SELECT %s, %s, team_name, team_spec, pattern, input, 'pending', user_id, %s,"
+            " 10000, 0, 0, 0, '{}', now() - interval '1 minute', now() - interval '1 minute'"
+            " FROM runs WHERE id = %s",
+            (orphan, session, session, first),
+        )
+    assert await _last(user, b, orphan) == "run_completed"
+    kinds = [e["type"] async for e in user.events(a, orphan)]
+    assert kinds[0] == "run_started" and "resumed" not in kinds  # started, as it never ran
+
+
+async def test_two_workers_racing_for_one_run_execute_it_once(
+    cluster: Cluster, user: Client
+) -> None:
+    from procrastinate import App, PsycopgConnector
+
+    a, b = cluster.apis
+    run_id = await user.start(a)
+    app = App(connector=PsycopgConnector(conninfo=cluster.url))
+    async with app.open_async():  # a second job for the same run, as a duplicate delivery
+        await app.configure_task(name="teamgraph.execute_run", queue="runs").defer_async(
+            run_id=run_id, kind="start", trace={}
+        )
+    kinds = [e["type"] async for e in user.events(b, run_id)]
+    assert kinds[-1] == "run_completed"
+    assert kinds.count("run_started") == 1 and "resumed" not in kinds
+    assert kinds.count("run_completed") == 1
+    renewals = 0.0
+    for port in cluster.health.values():  # each worker's own metrics
+        text = (await user.http.get(f"http://127.0.0.1:{port}/metrics")).text
+        assert "teamgraph_worker_runs_in_flight" in text and "teamgraph_queue_depth" in text
+        renewals += sum(
+            float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith("teamgraph_worker_lease_renewals_total")
+        )
+    assert renewals > 0  # runs of several seconds renewed their leases

@@ -246,7 +246,7 @@ class Worker:
         cutoff = self.settings.worker_stalled_s
         for row in await self.state.backend.runs.list(100, status="pending"):
             if row.lease_owner is None and _since(row.updated_at) > cutoff:
-                await self.queue.defer(row.id, "resume" if row.last_seq > 0 else "start")
+                await self.queue.defer(row.id, "start" if row.lease_epoch == 0 else "resume")
 
     # --- health --------------------------------------------------------------------------------
     async def _health(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -55,7 +55,7 @@ class RunRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     # which worker process executes the run, until when (renewed while it does), and how many
-    # times the run was taken (a worker that lost its lease stops; see teamgraph.worker)
+    # times the run was taken (a worker that lost its lease stops; see teamgraph.server.worker)
     lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     lease_epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
