@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
@@ -96,6 +96,7 @@ def _terms(text: str, norm: Callable[[str], str]) -> list[str]:
     return tokens
 
 
+@lru_cache(maxsize=1 << 16)  # pure, and the offline model stems the same words over and over
 def stem(word: str) -> str:
     """Light, deterministic English stemming: plurals and verb forms (``-s``, ``-ing``, ``-ed``)
     and a final ``e``, so "reviews", "reviewing", "reviewed" and "review" meet ("findings" stays

@@ -259,12 +259,18 @@ def _with_usage(message: AIMessage, messages: Sequence[BaseMessage]) -> AIMessag
     return message
 
 
+CHUNK_WORDS = 6  # words per streamed chunk: a provider's chunk is a few tokens, not one word
+
+
 def _chunks(message: AIMessage) -> Iterator[ChatGenerationChunk]:
+    """The reply streamed a few words at a time (every chunk costs LangChain's streaming path
+    about 0.1 ms of CPU: per-word chunks were a quarter of an offline run's CPU)."""
     words = re.findall(r"\S+\s*|\s+", _text(message)) or [""]
-    for i, word in enumerate(words):
-        last = i == len(words) - 1
+    pieces = ["".join(words[i : i + CHUNK_WORDS]) for i in range(0, len(words), CHUNK_WORDS)]
+    for i, piece in enumerate(pieces):
+        last = i == len(pieces) - 1
         chunk = AIMessageChunk(
-            content=word,
+            content=piece,
             id=message.id,
             usage_metadata=message.usage_metadata if last else None,
             response_metadata=message.response_metadata if last else {},
