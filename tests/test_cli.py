@@ -547,3 +547,11 @@ def test_a_run_without_a_plan_shows_its_agents(db: str) -> None:
     rows = {line.split("│")[1].strip(): line for line in table.splitlines() if "│" in line}
     assert "→ database_expert" in rows["triage"] and "done" in rows["triage"]
     assert "answered" in rows["database_expert"]
+
+
+@pytest.mark.parametrize("command", [["worker"], ["serve", "--workers", "0"]])
+def test_the_scale_out_roles_refuse_sqlite_in_one_line(command: list[str]) -> None:
+    result = invoke(*command)
+    assert result.exit_code == 2
+    assert "needs PostgreSQL: set DATABASE_URL=postgresql://" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1

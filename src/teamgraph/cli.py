@@ -462,8 +462,8 @@ def serve(
     if workers is not None:
         settings = settings.model_copy(update={"execute_runs": False})
     try:  # the teams and the database first: a mistake is one line, not a start-up traceback
-        if workers is not None and not settings.is_postgres:
-            raise UsageError("--workers needs PostgreSQL: set DATABASE_URL=postgresql://…")
+        if workers is not None:
+            settings.require_postgres("--workers")
         _run_async(_preflight(settings))
     except TeamgraphError as exc:
         raise _fail(exc) from None
@@ -518,8 +518,7 @@ def worker(
         update["worker_health_port"] = health_port
     settings = settings.model_copy(update=update)
     try:
-        if not settings.is_postgres:
-            raise UsageError("teamgraph worker needs PostgreSQL: set DATABASE_URL=postgresql://…")
+        settings.require_postgres("teamgraph worker")
         _run_async(_preflight(settings))
     except TeamgraphError as exc:
         raise _fail(exc) from None

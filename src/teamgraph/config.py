@@ -215,6 +215,11 @@ class Settings(BaseSettings):
                 merged = self.providers[key].over(merged)
         return merged
 
+    def require_postgres(self, what: str) -> None:
+        """Refuse ``what`` (a role that shares runs between processes) on SQLite."""
+        if not self.is_postgres:
+            raise UsageError(f"{what} needs PostgreSQL: set DATABASE_URL=postgresql://…")
+
     @property
     def is_postgres(self) -> bool:
         return self.database_url.startswith(("postgresql://", "postgres://", "postgresql+"))

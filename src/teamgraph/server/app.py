@@ -12,7 +12,6 @@ from fastapi_offline import FastAPIOffline
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from teamgraph.config import Settings
-from teamgraph.errors import UsageError
 from teamgraph.runtime.backend import open_backend
 from teamgraph.server import ops
 from teamgraph.server.errors import install_error_handlers
@@ -84,8 +83,7 @@ async def _manager(state: AppState, stack: AsyncExitStack) -> RunManager:
     (``execute_runs`` off: PostgreSQL's queue and notifications, opened on ``stack``)."""
     if state.settings.execute_runs:
         return RunManager(state)
-    if not state.settings.is_postgres:
-        raise UsageError("an API-only server (--workers 0) needs PostgreSQL: set DATABASE_URL")
+    state.settings.require_postgres("an API-only server (--workers 0)")
     from teamgraph.server import tracing
 
     tracing.configure(state.settings, "api")

@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from teamgraph.config import Settings
-from teamgraph.errors import LeaseLost, UsageError
+from teamgraph.errors import LeaseLost
 from teamgraph.runtime.backend import open_backend
 from teamgraph.server import tracing
 from teamgraph.server.ops import Metrics
@@ -80,8 +80,7 @@ class Worker:
     handed: list[str] = field(default_factory=list)  # runs given to other workers on drain
 
     def __post_init__(self) -> None:
-        if not self.settings.is_postgres:
-            raise UsageError("teamgraph worker needs PostgreSQL: set DATABASE_URL=postgresql://…")
+        self.settings.require_postgres("teamgraph worker")
         self.owner = f"{self.name}:{uuid.uuid4().hex[:8]}"  # this process's lease owner id
         self.metrics = Metrics()
         self.own = WorkerMetrics(self.metrics.registry)
