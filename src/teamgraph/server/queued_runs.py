@@ -12,8 +12,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import suppress
 from typing import Any
 
-from sqlalchemy import insert
-
 from teamgraph.errors import RunConflict, UsageError
 from teamgraph.events import Event
 from teamgraph.runtime import event_log as rl
@@ -24,7 +22,7 @@ from teamgraph.server.runs import RunManager
 from teamgraph.server.state import AppState
 from teamgraph.status import EXECUTING, PAUSED, RunStatus
 from teamgraph.storage.direct import Statement
-from teamgraph.storage.models import MessageRow, SessionRow
+from teamgraph.storage.models import SessionRow
 from teamgraph.storage.notify import EVENTS, Notifications
 
 CANCEL_WAIT_S = 30.0  # how long a cancel waits for the worker to stop the run
@@ -56,11 +54,9 @@ class QueuedRunManager(RunManager):
         await self._free(session.id)
         run_id = uuid.uuid4().hex
         row = runner.run_row(request, run_id, session.id, template, user_id, session_id=session.id)
-        message = {"session_id": session.id, "role": "user", "content": request, "run_id": run_id}
+        message = repo.message(session.id, "user", request, run_id)
         with tracing.span("run.queue", run_id, team=team_name, kind="start"):
-            await self.state.backend.runs.create(
-                {**row, "status": "pending"}, (insert(MessageRow), message), *also
-            )
+            await self.state.backend.runs.create({**row, "status": "pending"}, message, *also)
             await self.queue.defer(run_id, "start", tracing.carrier())
         return run_id
 
@@ -74,8 +70,8 @@ class QueuedRunManager(RunManager):
         runner = self.runner(row.team_name)
         await runner.keep_reply(run_id, answer=answer, **reply)
         if answer:
-            async with self.state.sessions() as db:
-                await repo.add_message(db, row.session_id or row.thread_id, "user", answer, run_id)
+            session_id = row.session_id or row.thread_id
+            await repo.add_message(self.state.backend.direct, session_id, "user", answer, run_id)
         with tracing.span("run.queue", run_id, team=row.team_name, kind="resume"):
             await store.update(run_id, status="pending", cancel_requested=False)
             await self.queue.defer(run_id, "resume", tracing.carrier())

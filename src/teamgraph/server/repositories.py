@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from teamgraph.storage.direct import Direct, Statement
 from teamgraph.storage.models import MessageRow, RunRow, SessionRow, UserRow, utcnow
 
 
@@ -89,13 +90,18 @@ async def delete_session(db: AsyncSession, row: SessionRow) -> None:
     await db.commit()
 
 
+def message(session_id: str, role: str, content: str, run_id: str | None = None) -> Statement:
+    """A message of a session, as a statement (to store alone or in a run's own transaction)."""
+    row = {"session_id": session_id, "role": role, "content": content, "run_id": run_id}
+    return insert(MessageRow), row
+
+
 async def add_message(
-    db: AsyncSession, session_id: str, role: str, content: str, run_id: str | None = None
-) -> MessageRow:
-    row = MessageRow(session_id=session_id, role=role, content=content, run_id=run_id)
-    db.add(row)
-    await db.commit()
-    return row
+    direct: Direct, session_id: str, role: str, content: str, run_id: str | None = None
+) -> None:
+    """Store a message: one short write, off the ORM (on SQLite an ORM session on aiosqlite
+    cost a run through the API a sixth of its CPU, measured)."""
+    await direct.run([message(session_id, role, content, run_id)])
 
 
 async def messages(db: AsyncSession, session_id: str) -> list[MessageRow]:

@@ -12,8 +12,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sqlalchemy import insert
-
 from teamgraph.errors import RunConflict
 from teamgraph.events import BaseEvent, Event, RunCompleted
 from teamgraph.runtime import event_log as rl
@@ -23,7 +21,7 @@ from teamgraph.server import repositories as repo
 from teamgraph.server.state import AppState
 from teamgraph.status import OPEN, PAUSED, RunStatus
 from teamgraph.storage.direct import Statement
-from teamgraph.storage.models import MessageRow, RunRow, SessionRow
+from teamgraph.storage.models import RunRow, SessionRow
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +109,9 @@ class RunManager:
             request, live.run_id, session.id, template, user_id, session_id=session.id
         )
 
-        message = {"session_id": session.id, "role": "user", "content": request}
-
         async def accept() -> None:  # one short transaction: the run and the user's message
-            message_row = {**message, "run_id": live.run_id}
-            await self.state.backend.runs.create(row, (insert(MessageRow), message_row), *also)
+            message = repo.message(session.id, "user", request, live.run_id)
+            await self.state.backend.runs.create(row, message, *also)
 
         stream = runner.stream(
             request,
@@ -287,5 +283,5 @@ class RunManager:
             live.ready.set_result(None)
 
     async def _message(self, live: _Live, role: str, content: str) -> None:
-        async with self.state.sessions() as db:
-            await repo.add_message(db, live.session_id, role, content, live.run_id)
+        direct = self.state.backend.direct
+        await repo.add_message(direct, live.session_id, role, content, live.run_id)

@@ -137,8 +137,7 @@ async def _followed(state: AppState, run_id: str, team: str, after_seq: int = 0)
 async def remember_pause(state: AppState, session_id: str, text: str, run_id: str) -> None:
     """A question or notice a run paused with is the assistant's message in the history too
     (a finished run's answer is stored by the run manager)."""
-    async with state.sessions() as db:
-        await repo.add_message(db, session_id, "assistant", text, run_id)
+    await repo.add_message(state.backend.direct, session_id, "assistant", text, run_id)
 
 
 def workflow_team(state: AppState, session: SessionRow) -> str:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.result import RunResult
@@ -252,10 +252,7 @@ async def _remember(
     """The conversation so far, as the client will send it back next time, keys the session;
     a paused run's message joins the session's history (a finished run's is stored already)."""
     said = [*((m.role, m.text) for m in messages), ("assistant", answer)]
-    async with state.sessions() as db:
-        row = await db.get(SessionRow, session.id)
-        if row is not None:
-            row.conversation_key = conversation_key(said)
-            await db.commit()
+    keyed = update(SessionRow).where(SessionRow.id == session.id)
+    await state.backend.direct.write(keyed.values(conversation_key=conversation_key(said)))
     if paused:
         await remember_pause(state, session.id, answer, run_id)
