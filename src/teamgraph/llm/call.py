@@ -349,7 +349,7 @@ async def _stream_once(
             if message.text:
                 scope.emit(TokenDelta, agent, agent=agent, text=message.text, step_id=step_id)
             return message
-        merged: AIMessageChunk | None = None
+        chunks: list[AIMessageChunk] = []
         settings = scope.models.settings
         frames = Frames(
             lambda text: scope.emit(TokenDelta, agent, agent=agent, text=text, step_id=step_id),
@@ -362,11 +362,12 @@ async def _stream_once(
                     chunk = AIMessageChunk(**chunk.model_dump(exclude={"type"}))
                 if text := chunk.text:  # plain text, or the text blocks of a list (Anthropic)
                     frames.add(text)
-                merged = chunk if merged is None else merged + chunk
+                chunks.append(chunk)
         finally:
             frames.flush()  # what was streamed goes out before the call's other events
-    if merged is None:
+    if not chunks:
         return AIMessage(content="")
+    merged = chunks[0] + chunks[1:]  # one merge, not one message built per chunk
     return AIMessage(
         content=merged.content,
         tool_calls=merged.tool_calls,
