@@ -1,0 +1,226 @@
+"""What a run costs teamgraph's server beyond the run itself and beyond FastAPI/uvicorn's floor.
+
+Three figures, server CPU per run (``/proc`` times of the server process), measured in one
+benchmark run:
+
+* ``through the API``: the 4-step offline team started and streamed through the runs API
+  (``POST …/runs`` + ``GET …/events`` read to the end), ``--runs`` runs by 20 clients — the
+  ``teamgraph`` column of ``benchmarks/peer_server.py``;
+* ``in-process``: the same runs through ``Runner`` (no HTTP), CPU of this process per run;
+* ``floor``: an empty FastAPI app served the way ``teamgraph serve`` serves (uvicorn on uvloop and
+  httptools, the start-up heap frozen), with the same pair of requests — ``POST /start`` reads a
+  JSON body and answers a run id, ``GET /events/{id}`` streams as many server-sent events, as
+  large, as one teamgraph run sends (taken from one run's stream) through sse-starlette's
+  ``EventSourceResponse`` — and nothing else.
+
+``HTTP beyond the floor`` = API − in-process − floor: what teamgraph's own HTTP layer (auth,
+session and ownership checks, the run's rows, storing and fanning out its events) adds to a run.
+Target (issue 17): ≤ 1 ms.
+
+Run ``python benchmarks/http_floor.py`` (≈ 1 minute) or ``--quick``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_server import CONCURRENCY, Teamgraph, Thread, _spawn, throughput
+from server import (
+    REQUEST,
+    TEMPLATE,
+    BenchmarkError,
+    RawClient,
+    free_port,
+    server_settings,
+    write_team,
+)
+from server import throughput as throughput_of
+from teamgraph.runtime.team import Team
+
+TARGET_MS = 1.0
+
+
+def floor_app(events: list[tuple[str, str]]) -> FastAPI:
+    """The empty app: a start route and an event stream of ``events`` (type, JSON data)."""
+    app = FastAPI()
+
+    @app.post("/start")
+    async def start(request: Request) -> dict[str, str]:
+        await request.json()
+        return {"run_id": uuid.uuid4().hex}
+
+    @app.get("/events/{run_id}")
+    async def stream(run_id: str) -> EventSourceResponse:
+        async def sent() -> AsyncIterator[ServerSentEvent]:
+            for seq, (kind, data) in enumerate(events, 1):
+                yield ServerSentEvent(data=data, event=kind, id=str(seq))
+
+        return EventSourceResponse(sent())
+
+    return app
+
+
+def serve_floor(events_file: str, port: int) -> None:
+    """The floor server's subprocess (``--serve-floor``)."""
+    from teamgraph.server.app import serve
+
+    events = [tuple(pair) for pair in json.loads(Path(events_file).read_text())]
+    serve(floor_app(events), "127.0.0.1", port, log_level="warning", access_log=False)
+
+
+class Floor(Teamgraph):
+    """The floor server behind the benchmark's target interface."""
+
+    name = "floor"
+
+    def __init__(self, root: Path, events: list[tuple[str, str]]) -> None:
+        self.root = root
+        self.events_file = root / "events.json"
+        self.events_file.write_text(json.dumps(events))
+
+    async def start(self, jobs: int | None = None) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        command = [sys.executable, __file__, "--serve-floor", str(self.events_file), str(port)]
+        self.process = _spawn(command, self.root, dict(os.environ), self.root / "floor.log")
+        self.pid = self.process.pid
+        await self._ready()
+
+    async def _ready(self, within_s: float = 30) -> None:
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise BenchmarkError("the floor server exited")
+            try:
+                http = await RawClient.connect(self.url)
+            except OSError:
+                await asyncio.sleep(0.1)
+                continue
+            http.close()
+            return
+        raise BenchmarkError(f"the floor server did not start in {within_s} s")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=15)
+
+    async def thread(self, slow: bool = False) -> Thread:
+        return Thread({}, "floor")
+
+    async def open(self, http: RawClient, thread: Thread) -> None:
+        body = json.dumps({"input": "x"}).encode()
+        http.send("POST", "/start", {"Content-Type": "application/json"}, body)
+        status, answer = await http.response()
+        if status != 200:
+            raise BenchmarkError(f"floor: start → {status}")
+        http.send("GET", f"/events/{json.loads(answer)['run_id']}", {"Accept": "text/event-stream"})
+
+    async def run(self, http: RawClient, thread: Thread, seen: object) -> int:
+        await self.open(http, thread)
+        await http.head()
+        return sum([len(chunk) async for chunk in http.chunks()])
+
+
+async def one_stream(target: Teamgraph) -> list[tuple[str, str]]:
+    """The events (type, data) of one teamgraph run, as its stream sent them."""
+    http = await RawClient.connect(target.url)
+    try:
+        await target.open(http, await target.thread())
+        await http.head()
+        text = "".join([chunk.decode() async for chunk in http.chunks()])
+    finally:
+        http.close()
+    events, kind = [], ""
+    for line in text.splitlines():
+        if line.startswith("event:"):
+            kind = line.removeprefix("event:").strip()
+        elif line.startswith("data:"):
+            events.append((kind, line.removeprefix("data:").strip()))
+    return events
+
+
+async def inprocess_cpu(root: Path, teams: Path, runs: int) -> float:
+    """CPU ms per run of this process over ``runs`` in-process runs by 20 tasks (SQLite threads
+    included; set-up and warm-up excluded)."""
+    settings = server_settings(root, teams, f"sqlite:///{root}/inprocess.db")
+    team = Team.from_yaml(teams / "bench.yaml", settings=settings)
+    gc.collect()
+    gc.freeze()  # as `teamgraph serve` and the server benchmark do
+    async with team.runner() as runner:
+
+        async def run_one(_index: int) -> None:
+            result = await runner.run(REQUEST, template=TEMPLATE, thread_id=uuid.uuid4().hex)
+            if result.status != "completed":
+                raise BenchmarkError(f"in-process run ended {result.status}: {result.error}")
+
+        for index in range(CONCURRENCY):
+            await run_one(index)  # warm-up
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        await throughput_of(run_one, runs, CONCURRENCY)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+    spent = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return spent / runs * 1000
+
+
+async def benchmark(runs: int) -> int:
+    with tempfile.TemporaryDirectory(prefix="teamgraph-floor-") as tmp:
+        root = Path(tmp)
+        teams = write_team(root)
+        ours = Teamgraph(root, teams)
+        await ours.start()
+        try:
+            events = await one_stream(ours)
+            await throughput(ours, CONCURRENCY)  # warm-up
+            _, api_ms, _ = await throughput(ours, runs)
+        finally:
+            ours.stop()
+        floor = Floor(root, events)
+        await floor.start()
+        try:
+            await throughput(floor, CONCURRENCY)  # warm-up
+            _, floor_ms, _ = await throughput(floor, runs)
+        finally:
+            floor.stop()
+        inprocess_ms = await inprocess_cpu(root, teams, runs)
+    beyond = api_ms - inprocess_ms - floor_ms
+    print(f"events per run {len(events)}")
+    print(f"through the API      {api_ms:6.2f} ms CPU per run")
+    print(f"in-process           {inprocess_ms:6.2f} ms CPU per run")
+    print(f"floor (empty routes) {floor_ms:6.2f} ms CPU per start + stream pair")
+    verdict = "met" if beyond <= TARGET_MS else "missed"
+    print(f"HTTP beyond the floor {beyond:5.2f} ms per run (target ≤ {TARGET_MS} ms: {verdict})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:2] == ["--serve-floor"]:
+        serve_floor(sys.argv[2], int(sys.argv[3]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=300, help="runs per figure (default 300)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run")
+    args = parser.parse_args(argv)
+    try:
+        return asyncio.run(benchmark(40 if args.quick else args.runs))
+    except BenchmarkError as exc:
+        print(f"floor benchmark failed: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
