@@ -1,7 +1,14 @@
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
+
 import httpx
+import jwt
 import pytest
+
+from teamgraph.config import Settings
+from teamgraph.server.security import create_token
 
 from .conftest import PASSWORD, User, make_session
 
@@ -48,6 +55,22 @@ async def test_invalid_tokens_are_401(client: httpx.AsyncClient) -> None:
     ):
         response = await client.get("/api/v1/auth/sessions", headers=headers)
         assert response.status_code == 401
+
+
+async def test_a_token_that_expires_is_refused_after_it_was_accepted(
+    client: httpx.AsyncClient, alice: User, api_settings: Settings
+) -> None:
+    """Tokens are verified once per process: the expiry is still checked at every request."""
+    user_id = jwt.decode(alice.token, api_settings.jwt_secret, algorithms=["HS256"])["sub"]
+    token, expires = create_token(api_settings.jwt_secret, user_id, minutes=1.2 / 60)
+    headers = {"Authorization": f"Bearer {token}"}
+    assert (await client.get("/api/v1/auth/sessions", headers=headers)).status_code == 200
+    await asyncio.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.05)
+    response = await client.get("/api/v1/auth/sessions", headers=headers)
+    assert response.status_code == 401
+    forged = jwt.encode({"sub": user_id, "exp": expires}, "another-secret-long-enough-for-hs256")
+    forged_headers = {"Authorization": f"Bearer {forged}"}
+    assert (await client.get("/api/v1/auth/sessions", headers=forged_headers)).status_code == 401
 
 
 async def test_session_lifecycle(client: httpx.AsyncClient, alice: User) -> None:

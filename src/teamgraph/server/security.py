@@ -6,6 +6,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 import jwt
 from pwdlib import PasswordHash
@@ -53,7 +54,17 @@ def create_token(
 
 
 def decode_token(secret: str, token: str) -> TokenClaims | None:
-    """The token's claims, or ``None`` when it is malformed, forged or expired."""
+    """The token's claims, or ``None`` when it is malformed, forged or expired. A token is
+    verified once per process (the rate limiter and the route both read every request's), its
+    expiry at every use."""
+    claims = _verified(secret, token)
+    if claims is None or claims.expires_at <= datetime.now(UTC):
+        return None
+    return claims
+
+
+@lru_cache(maxsize=4096)
+def _verified(secret: str, token: str) -> TokenClaims | None:
     try:
         data = jwt.decode(token, secret or _PROCESS_SECRET, algorithms=[_ALGORITHM])
     except jwt.PyJWTError:
