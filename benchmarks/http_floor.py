@@ -30,7 +30,6 @@ import os
 import resource
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -47,6 +46,8 @@ from server import (
     RawClient,
     free_port,
     server_settings,
+    stop_process,
+    wait_healthy,
     write_team,
 )
 from server import throughput as throughput_of
@@ -58,6 +59,10 @@ TARGET_MS = 1.0
 def floor_app(events: list[tuple[str, str]]) -> FastAPI:
     """The empty app: a start route and an event stream of ``events`` (type, JSON data)."""
     app = FastAPI()
+
+    @app.get("/health")  # for start-up only: not part of what is measured
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
 
     @app.post("/start")
     async def start(request: Request) -> dict[str, str]:
@@ -99,25 +104,10 @@ class Floor(Teamgraph):
         command = [sys.executable, __file__, "--serve-floor", str(self.events_file), str(port)]
         self.process = _spawn(command, self.root, dict(os.environ), self.root / "floor.log")
         self.pid = self.process.pid
-        await self._ready()
-
-    async def _ready(self, within_s: float = 30) -> None:
-        deadline = time.monotonic() + within_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise BenchmarkError("the floor server exited")
-            try:
-                http = await RawClient.connect(self.url)
-            except OSError:
-                await asyncio.sleep(0.1)
-                continue
-            http.close()
-            return
-        raise BenchmarkError(f"the floor server did not start in {within_s} s")
+        await wait_healthy(self.process, f"{self.url}/health", self.root / "floor.log", 30)
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=15)
+        stop_process(self.process)
 
     async def thread(self, slow: bool = False) -> Thread:
         return Thread({}, "floor")

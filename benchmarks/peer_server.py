@@ -71,6 +71,8 @@ from server import (  # the benchmark next to this one
     inprocess_throughput,
     percentile,
     server_settings,
+    stop_process,
+    wait_healthy,
     write_team,
 )
 
@@ -204,6 +206,10 @@ class Target:
     def first_step(self, text: str) -> bool:
         raise NotImplementedError
 
+    def failed(self, stream: str) -> bool:
+        """Whether a whole run's stream says the run failed."""
+        return "event: error" in stream
+
     async def first_event(self, thread: Thread) -> float:
         """Milliseconds from starting a run on ``thread`` (on a new connection) to the first
         ``data:`` line of its stream; the connection is then closed (the run goes on)."""
@@ -241,7 +247,7 @@ class Target:
             if step and self.first_step(text):
                 seen("step")
                 step = False
-        if "event: error" in text or ("run_completed" not in text and self.name == "teamgraph"):
+        if self.failed(text):
             raise BenchmarkError(f"{self.name}: a run failed: {text[-500:]}")
         return len(text.encode())
 
@@ -281,6 +287,9 @@ class Teamgraph(Target):
 
     def first_step(self, text: str) -> bool:
         return "event: step_completed" in text
+
+    def failed(self, stream: str) -> bool:
+        return "event: run_completed" not in stream
 
     async def open(self, http: RawClient, thread: Thread) -> None:
         body = {"input": REQUEST, "template": TEMPLATE}
@@ -342,29 +351,10 @@ class Peer(Target):
         self.log = project / "server.log"
         self.process = _spawn(command, project, env, self.log)
         self.pid = self.process.pid
-        await self._ready()
-
-    async def _ready(self, within_s: float = 120) -> None:
-        deadline = time.monotonic() + within_s
-        async with httpx.AsyncClient(base_url=self.url) as http:
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    raise BenchmarkError(f"langgraph dev exited:\n{self.log.read_text()[-2000:]}")
-                try:
-                    if (await http.get("/ok")).status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.2)
-        raise BenchmarkError(f"langgraph dev did not start in {within_s} s")
+        await wait_healthy(self.process, f"{self.url}/ok", self.log, 120)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
     async def thread(self, slow: bool = False) -> Thread:
         headers = {"Content-Type": "application/json"}

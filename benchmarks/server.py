@@ -169,29 +169,46 @@ class Server:
             self.process = subprocess.Popen(command, stdout=log, stderr=log, env=env)
 
     async def wait_ready(self, within_s: float = 60.0) -> None:
-        deadline = time.monotonic() + within_s
-        async with httpx.AsyncClient(base_url=self.url) as http:
-            while time.monotonic() < deadline:
-                if self.process.poll() is not None:
-                    raise BenchmarkError(f"the server exited:\n{self.log_tail()}")
-                try:
-                    if (await http.get("/health")).status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.1)
-        raise BenchmarkError(f"the server did not become healthy in {within_s} s")
+        await wait_healthy(self.process, f"{self.url}/health", self.log, within_s)
 
-    def log_tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+    def log_tail(self) -> str:
+        return log_tail(self.log)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
+
+
+def log_tail(log: Path, lines: int = 30) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+async def wait_healthy(
+    process: subprocess.Popen[bytes], health: str, log: Path, within_s: float
+) -> None:
+    """Until ``health`` answers 200; a process that exits first fails with its log's tail."""
+    deadline = time.monotonic() + within_s
+    async with httpx.AsyncClient() as http:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                command = " ".join(map(str, process.args))[:80]  # type: ignore[arg-type]
+                raise BenchmarkError(f"{command} exited:\n{log_tail(log)}")
+            try:
+                if (await http.get(health)).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.1)
+    raise BenchmarkError(f"{health} did not answer in {within_s} s")
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 15 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 # --------------------------------------------------------------------------------------------
