@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph import Settings
 from teamgraph.errors import LeaseLost, RunNotFound, UsageError
@@ -88,6 +89,24 @@ async def _session(backend: Backend, user: str, session: str) -> None:
             insert(UserRow), {"id": user, "email": f"{user}@x.io", "password_hash": "h"}
         )
         await conn.execute(insert(SessionRow), {"id": session, "user_id": user, "team": "team"})
+
+
+async def test_a_point_read_gives_a_detached_row_a_session_can_still_update(
+    backend: Backend,
+) -> None:
+    await _session(backend, "ann", "s1")
+    query = select(SessionRow).where(SessionRow.id == bindparam("sid"))
+    found = await backend.direct.first(query, sid="s1")
+    assert found is not None and (found.user_id, found.team) == ("ann", "team")
+    assert await backend.direct.first(query, sid="nope") is None
+    async with AsyncSession(backend.engine) as db:  # as if a closed session had loaded it
+        found = await db.merge(found)
+        found.name = "renamed"
+        await db.commit()
+    again = await backend.direct.first(query, sid="s1")
+    assert again is not None and again.name == "renamed"
+    with pytest.raises(TypeError, match="entity"):
+        await backend.direct.first(select(SessionRow.id))
 
 
 async def test_a_run_and_its_companions_are_stored_in_one_transaction(backend: Backend) -> None:

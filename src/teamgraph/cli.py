@@ -343,7 +343,7 @@ async def _consume(events: AsyncIterator[Event], view: RunView, mode: str) -> No
         return
     async for event in events:
         view.apply(event)
-        sys.stdout.write(event.model_dump_json() + "\n")
+        sys.stdout.write(event.encoded + "\n")
         sys.stdout.flush()
 
 

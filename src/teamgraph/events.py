@@ -8,8 +8,10 @@ fields or types, never rename.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from functools import cached_property
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -50,6 +52,16 @@ class BaseEvent(BaseModel):
     ts: datetime = Field(default_factory=_now)
     path: list[str] = Field(default_factory=list, description="team → nested team → agent")
     parent_id: str | None = Field(default=None, description="run id of the parent run, if nested")
+
+    @cached_property
+    def encoded(self) -> str:
+        """The event as JSON, made once: a live event is both stored and streamed."""
+        return self.model_dump_json()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("encoded", None)  # the copy's own JSON, not this event's
+        return copied
 
 
 class RunStarted(BaseEvent):

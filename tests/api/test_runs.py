@@ -10,12 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from langchain_core.tools import tool
 
 from teamgraph.config import Settings
 from teamgraph.events import AgentMessage
-from teamgraph.runtime.event_log import FLUSH_INTERVAL, EventLog, EventWriter, replay
+from teamgraph.runtime.event_log import (
+    FLUSH_INTERVAL,
+    EventLog,
+    EventWriter,
+    one_by_one,
+    replay,
+)
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
 from teamgraph.server.app import create_app
@@ -344,7 +351,7 @@ async def test_the_log_merges_stored_unstored_and_coming_events(app: FastAPI) ->
         await asyncio.sleep(FLUSH_INTERVAL * 3)  # stored
         for seq in (4, 5, 6):
             log.add(message(seq))  # not stored yet
-        reader = asyncio.create_task(_collect(replay(store, run_id, 1, log)))
+        reader = asyncio.create_task(_collect(one_by_one(replay(store, run_id, 1, log))))
         await asyncio.sleep(pause)  # the batch of 4-6 is written before, while or after reading
         for seq in (7, 8):
             log.add(message(seq))
@@ -353,6 +360,28 @@ async def test_the_log_merges_stored_unstored_and_coming_events(app: FastAPI) ->
         assert await reader == [2, 3, 4, 5, 6, 7, 8], pause
         assert await _collect(_stored(store, run_id, 0)) == list(range(1, 9))
         assert not log.subscribers
+
+
+async def test_a_reader_gets_the_events_ready_together_as_one_batch(app: FastAPI) -> None:
+    store = app.state.teamgraph.backend.runs
+    log = EventLog(EventWriter(store))
+
+    def message(seq: int) -> AgentMessage:
+        return AgentMessage(run_id="together", seq=seq, agent="a", content=f"m{seq}")
+
+    for seq in (1, 2, 3):
+        log.add(message(seq))
+    batches = replay(store, "together", 0, log)
+    assert [e.seq for e in await anext(batches)] == [1, 2, 3]  # in memory: one write
+    for seq in (4, 5, 6):
+        log.add(message(seq))  # emitted in one go
+    assert [e.seq for e in await anext(batches)] == [4, 5, 6]
+    log.add(message(7))
+    log.end()
+    assert [e.seq for e in await anext(batches)] == [7]
+    with pytest.raises(StopAsyncIteration):
+        await anext(batches)
+    await log.close()
 
 
 def _target(statement: Any) -> str:
@@ -397,7 +426,7 @@ async def test_readers_get_unstored_events_from_memory_and_older_ones_from_the_d
 
     # Last-Event-ID below the floor, between the floor and the last stored event, after it
     readers = {
-        after: asyncio.create_task(_collect(replay(store, "held", after, log)))
+        after: asyncio.create_task(_collect(one_by_one(replay(store, "held", after, log))))
         for after in range(8)
     }
     await asyncio.sleep(0.05)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import suppress
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing, suppress
 from typing import cast
 
 from teamgraph.events import BaseEvent, Event
@@ -18,6 +18,7 @@ from teamgraph.storage.run_store import RunStore
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL = 0.05  # seconds an event may wait before its batch is written
+BATCH = 100  # stored events a reader gets at once
 STOPS = {*END_EVENTS, *PAUSE_EVENTS}  # an execution's last events
 
 Subscriber = asyncio.Queue[BaseEvent | None]  # ``None``: this execution of the run has ended
@@ -140,44 +141,76 @@ class EventWriter:
 
 async def replay(
     store: RunStore, run_id: str, after_seq: int, live: EventLog | None
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[list[Event], None]:
     """Stored events, then (for a live run) the ones in memory and the coming ones until the
-    run's execution ends. The subscription is taken first; a reader that needs nothing below the
-    live log's floor reads nothing from the database. Duplicates are dropped by seq."""
+    run's execution ends, in batches of what was ready together (up to ``BATCH`` stored ones,
+    the ones in memory, the live ones emitted in one go): a reader sends a batch in one write.
+    The subscription is taken first; a reader that needs nothing below the live log's floor
+    reads nothing from the database. Duplicates are dropped by seq."""
     queue, recent, floor = live.subscribe() if live is not None else (None, [], -1)
     last = after_seq
     try:
         if after_seq < floor or live is None:
-            async for event in store.events(run_id, after_seq):
-                last = event.seq
-                yield event
-        for item in recent:
-            if item.seq > last:
-                last = item.seq
-                yield cast(Event, item)
-        while queue is not None and (coming := await queue.get()) is not None:
-            if coming.seq > last:
-                last = coming.seq
-                yield cast(Event, coming)
+            async for stored in _stored(store, run_id, after_seq):
+                last = stored[-1].seq
+                yield stored
+        if batch := _after(recent, last):
+            last = batch[-1].seq
+            yield batch
+        while queue is not None:
+            coming = [await queue.get()]
+            while not queue.empty():
+                coming.append(queue.get_nowait())
+            if batch := _after(coming, last):
+                last = batch[-1].seq
+                yield batch
+            if coming[-1] is None:
+                return
     finally:
         if live is not None and queue is not None:
             live.subscribers.discard(queue)
 
 
+async def _stored(store: RunStore, run_id: str, after_seq: int) -> AsyncIterator[list[Event]]:
+    """The stored events of a run above ``after_seq``, ``BATCH`` at a time."""
+    batch: list[Event] = []
+    async for event in store.events(run_id, after_seq):
+        batch.append(event)
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _after(events: Sequence[BaseEvent | None], last: int) -> list[Event]:
+    """``events`` above seq ``last`` (``None``, the end of a stream, is left out)."""
+    return [cast(Event, e) for e in events if e is not None and e.seq > last]
+
+
+async def one_by_one(batches: AsyncGenerator[list[Event], None]) -> AsyncIterator[Event]:
+    """The events of ``batches``, one at a time."""
+    async with aclosing(batches):
+        async for batch in batches:
+            for event in batch:
+                yield event
+
+
 async def follow(
     store: RunStore, notes: Notifications, run_id: str, after_seq: int = 0, poll_s: float = 2.0
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[list[Event], None]:
     """The events of a run that executes in another process (a worker): the stored ones with
     ``seq > after_seq``, then each new batch as the process storing it announces it (PostgreSQL
     LISTEN/NOTIFY), until the run's execution ends or pauses. The subscription is taken before
     the first read; a missed notification costs at most ``poll_s`` of delay, never an event. A
-    run whose worker died keeps its stream open: the worker that takes it over continues it."""
+    run whose worker died keeps its stream open: the worker that takes it over continues it.
+    Batches as :func:`replay`'s."""
     last, tail = after_seq, ""
     with notes.subscribe(EVENTS, run_id) as told:
         while True:
-            async for event in store.events(run_id, last):
-                last, tail = event.seq, event.type
-                yield event
+            async for batch in _stored(store, run_id, last):
+                last, tail = batch[-1].seq, batch[-1].type
+                yield batch
             if tail in END_EVENTS:
                 return
             wait = poll_s

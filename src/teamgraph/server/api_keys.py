@@ -9,7 +9,7 @@ import secrets
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import Select, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.storage.models import ApiKeyRow, UserRow, utcnow
@@ -61,10 +61,9 @@ async def revoke(db: AsyncSession, user_id: str, key_id: str) -> bool:
     return True
 
 
-def user_query(key: str) -> Select[UserRow]:
-    """The user a live key belongs to, as a query (run by the caller's connection)."""
-    return (
-        select(UserRow)
-        .join(ApiKeyRow, ApiKeyRow.user_id == UserRow.id)
-        .where(ApiKeyRow.key_hash == digest(key), ApiKeyRow.revoked_at.is_(None))
-    )
+# The user a live key belongs to (param ``key_hash``: :func:`digest` of the key), built once.
+USER_OF_KEY = (
+    select(UserRow)
+    .join(ApiKeyRow, ApiKeyRow.user_id == UserRow.id)
+    .where(ApiKeyRow.key_hash == bindparam("key_hash"), ApiKeyRow.revoked_at.is_(None))
+)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import OAuth2PasswordBearer
-from sqlalchemy import Select, select
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.server import api_keys
@@ -56,7 +56,8 @@ async def get_claims(
     if not token:
         raise _unauthorized("Not authenticated")
     if api_keys.is_api_key(token):
-        user = await state.backend.direct.first(api_keys.user_query(token))
+        key_hash = api_keys.digest(token)
+        user = await state.backend.direct.first(api_keys.USER_OF_KEY, key_hash=key_hash)
         if user is None:
             raise _unauthorized("Invalid or revoked API key")
         return TokenClaims(user.id, None, datetime.max.replace(tzinfo=UTC))
@@ -67,11 +68,12 @@ async def get_claims(
 
 
 Claims = Annotated[TokenClaims, Depends(get_claims)]
+_USER = select(UserRow).where(UserRow.id == bindparam("user_id"))
 
 
 async def current_user(claims: Claims, state: State) -> UserRow:
     """The token's user (read directly: no database session is held for it; do not change it)."""
-    user = await state.backend.direct.first(select(UserRow).where(UserRow.id == claims.user_id))
+    user = await state.backend.direct.first(_USER, user_id=claims.user_id)
     if user is None:
         raise _unauthorized()
     return user
@@ -105,10 +107,10 @@ async def session_of(session_id: str, user: CurrentUser, db: Db) -> SessionRow:
 OwnedSession = Annotated[SessionRow, Depends(session_of)]
 
 
-async def owned_or_404(state: AppState, query: Select[T], what: str) -> T:
-    """The row ``query`` (which filters by owner) finds, read directly; a 404 naming ``what``
-    otherwise — unknown and foreign ids alike, so existence never leaks."""
-    row = await state.backend.direct.first(query)
+async def owned_or_404(state: AppState, query: Select[T], what: str, **params: Any) -> T:
+    """The row ``query`` (which filters by owner; ``params`` its values) finds, read directly;
+    a 404 naming ``what`` otherwise — unknown and foreign ids alike, so existence never leaks."""
+    row = await state.backend.direct.first(query, **params)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail=f"{what} not found")
     return row
@@ -116,8 +118,9 @@ async def owned_or_404(state: AppState, query: Select[T], what: str) -> T:
 
 async def session_read(session_id: str, user: CurrentUser, state: State) -> SessionRow:
     """Like :func:`session_of`, read directly: for routes that do not change the session."""
-    query = select(SessionRow).where(SessionRow.id == session_id, SessionRow.user_id == user.id)
-    return await owned_or_404(state, query, "Session")
+    return await owned_or_404(
+        state, repo.OWNED_SESSION, "Session", session_id=session_id, user_id=user.id
+    )
 
 
 ReadSession = Annotated[SessionRow, Depends(session_read)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import suppress
 from typing import Any
 
@@ -93,7 +93,7 @@ class QueuedRunManager(RunManager):
     def owner(self, run_id: str) -> str | None:
         return None  # no run executes here: the routes check owners in the database
 
-    def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
+    def batches(self, run_id: str, after_seq: int = 0) -> AsyncGenerator[list[Event], None]:
         return rl.follow(self.state.backend.runs, self.notes, run_id, after_seq)
 
     async def shutdown(self) -> None:

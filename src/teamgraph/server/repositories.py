@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.storage.direct import Direct, Statement
@@ -40,10 +40,17 @@ async def set_password(db: AsyncSession, user: UserRow, password_hash: str) -> N
     await db.commit()
 
 
+# A session its owner reads (params ``session_id``, ``user_id``): built once, as Direct.first
+# wants its queries.
+OWNED_SESSION = select(SessionRow).where(
+    SessionRow.id == bindparam("session_id"), SessionRow.user_id == bindparam("user_id")
+)
+
+
 async def owned_session(db: AsyncSession, user_id: str, session_id: str) -> SessionRow | None:
     """The session if ``user_id`` owns it; ``None`` for unknown and foreign ids alike."""
-    query = select(SessionRow).where(SessionRow.id == session_id, SessionRow.user_id == user_id)
-    return (await db.scalars(query)).first()
+    params = {"session_id": session_id, "user_id": user_id}
+    return (await db.scalars(OWNED_SESSION, params)).first()
 
 
 async def list_sessions(db: AsyncSession, user_id: str) -> list[SessionRow]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -174,6 +174,10 @@ class RunManager:
 
     def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
         """Stored events with ``seq > after_seq``, then live ones until this execution ends."""
+        return rl.one_by_one(self.batches(run_id, after_seq))
+
+    def batches(self, run_id: str, after_seq: int = 0) -> AsyncGenerator[list[Event], None]:
+        """:meth:`events` in batches of what was ready together (``event_log.replay``)."""
         live = self._live.get(run_id)
         return rl.replay(self.state.backend.runs, run_id, after_seq, live.log if live else None)
 

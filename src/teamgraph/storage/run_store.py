@@ -39,6 +39,15 @@ _UPDATE = update(RunRow).where(RunRow.id == bindparam("run_id_"))  # built and c
 _FENCED = _UPDATE.where(  # a run this process executes under a lease: only while it holds it
     RunRow.lease_owner == bindparam("owner_"), RunRow.lease_epoch == bindparam("epoch_")
 )
+# point reads, built once (Direct.first)
+_RUN = select(RunRow).where(RunRow.id == bindparam("run_id"))
+_OWNED_RUN = _RUN.where(RunRow.user_id == bindparam("user_id"))
+_LATEST_IN_SESSION = (
+    select(RunRow)
+    .where(RunRow.session_id == bindparam("session_id"))
+    .order_by(RunRow.created_at.desc())
+    .limit(1)
+)
 
 
 class SeqBlock:
@@ -143,7 +152,7 @@ class SqlRunStore:
             raise LeaseLost(f"run {run_id} was taken over by another worker")
 
     async def get(self, run_id: str) -> RunRow:
-        row = await self.direct.first(select(RunRow).where(RunRow.id == run_id))
+        row = await self.direct.first(_RUN, run_id=run_id)
         if row is None:
             raise RunNotFound(f"no run with id {run_id!r}")
         return row
@@ -164,8 +173,7 @@ class SqlRunStore:
 
     async def owned(self, run_id: str, user_id: str) -> RunRow | None:
         """The run if ``user_id`` owns it; ``None`` for unknown and foreign ids alike."""
-        query = select(RunRow).where(RunRow.id == run_id, RunRow.user_id == user_id)
-        return await self.direct.first(query)
+        return await self.direct.first(_OWNED_RUN, run_id=run_id, user_id=user_id)
 
     async def list(
         self,
@@ -190,8 +198,7 @@ class SqlRunStore:
             return list((await session.scalars(query)).all())
 
     async def latest_in_session(self, session_id: str) -> RunRow | None:
-        query = select(RunRow).where(RunRow.session_id == session_id)
-        return await self.direct.first(query.order_by(RunRow.created_at.desc()).limit(1))
+        return await self.direct.first(_LATEST_IN_SESSION, session_id=session_id)
 
     async def count_by_status(self) -> dict[str, int]:
         query = select(RunRow.status, func.count()).group_by(RunRow.status)
@@ -346,10 +353,7 @@ class PostgresRunStore(SqlRunStore):
 
 
 def _rows(events: Sequence[BaseEvent]) -> list[dict[str, Any]]:
-    return [
-        {"run_id": e.run_id, "seq": e.seq, "type": _type(e), "data": e.model_dump_json()}
-        for e in events
-    ]
+    return [{"run_id": e.run_id, "seq": e.seq, "type": _type(e), "data": e.encoded} for e in events]
 
 
 def _type(event: BaseEvent) -> str:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, HTTPException, Query, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 
 from teamgraph.errors import UsageError
 from teamgraph.server import repositories as repo
@@ -116,8 +116,9 @@ async def thread_history(thread_id: str, user: CurrentUser, state: State) -> lis
 
 
 async def _owned(state: AppState, user_id: str, thread_id: str) -> SessionRow:
-    query = select(SessionRow).where(SessionRow.id == thread_id, SessionRow.user_id == user_id)
-    return await owned_or_404(state, query, "Thread")
+    return await owned_or_404(
+        state, repo.OWNED_SESSION, "Thread", session_id=thread_id, user_id=user_id
+    )
 
 
 async def _thread(state: AppState, row: SessionRow) -> dict[str, Any]:
@@ -245,7 +246,7 @@ async def _bind(state: AppState, row: SessionRow, team: str) -> tuple[SessionRow
     if row.team == team:
         return row, []
     ran = select(RunRow.id).where(RunRow.session_id == row.id).limit(1)
-    if await state.backend.direct.first(ran) is not None:
+    if await state.backend.direct.rows(ran):
         raise HTTPException(status.HTTP_409_CONFLICT, detail=f"thread runs assistant {row.team!r}")
     bind = update(SessionRow).where(SessionRow.id == row.id).values(team=team)
     row.team = team
@@ -319,11 +320,16 @@ async def _values(state: AppState, thread_id: str) -> dict[str, Any]:
     return values
 
 
+_THREAD_RUN = select(RunRow).where(
+    RunRow.id == bindparam("run_id"),
+    RunRow.session_id == bindparam("thread_id"),
+    RunRow.user_id == bindparam("user_id"),
+)
+
+
 async def _run_of(state: AppState, user_id: str, thread_id: str, run_id: str) -> RunRow:
-    query = select(RunRow).where(
-        RunRow.id == run_id, RunRow.session_id == thread_id, RunRow.user_id == user_id
-    )
-    return await owned_or_404(state, query, "Run")
+    params = {"run_id": run_id, "thread_id": thread_id, "user_id": user_id}
+    return await owned_or_404(state, _THREAD_RUN, "Run", **params)
 
 
 async def _run(state: AppState, run_id: str) -> dict[str, Any]:
