@@ -1,5 +1,6 @@
-"""The light call path for non-streaming models: same reply as ``ainvoke``, and only taken when
-no callback, tracer, cache or hook could notice its absence."""
+"""The light call paths (``direct_call`` for non-streaming models, ``direct_stream`` for streaming
+ones): the same reply as ``ainvoke`` / the same chunks as ``astream``, and only taken when no
+callback, tracer, cache or hook could notice their absence."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from typing import Any
 from langchain_core.caches import InMemoryCache
 from langchain_core.callbacks import AsyncCallbackHandler, get_usage_metadata_callback
 from langchain_core.globals import set_debug
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langsmith import tracing_context
 
 from teamgraph import Plan, Step
-from teamgraph.llm.direct import direct_call, streams
+from teamgraph.llm.direct import direct_call, direct_stream, streams
 from teamgraph.llm.offline import OfflineChatModel
 from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
@@ -125,3 +127,89 @@ async def test_a_run_with_a_model_callback_reports_every_call(settings: Any) -> 
     result, events = await run_collect(team, "x", plan=plan)
     assert result.status == "completed" and recorder.starts == 2
     assert len(by_type(events, "usage")) == 2 and result.usage.total_tokens == 30
+
+
+class Chunky(FunctionChatModel):
+    """Streams ``fn``'s reply two characters a chunk, its tool calls and usage in the last."""
+
+    async def _astream(self, messages: Any, stop: Any = None, **kwargs: Any) -> Any:
+        message = self._result(self._next(messages), kwargs.get("tools") or [])
+        reply = message.generations[0].message
+        text = str(reply.content)
+        pieces = [text[i : i + 2] for i in range(0, len(text), 2)] or [""]
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            calls = [
+                {"name": c["name"], "args": str(c["args"]).replace("'", '"'), "id": c["id"]}
+                for c in getattr(reply, "tool_calls", [])
+            ]
+            chunk = AIMessageChunk(
+                content=piece,
+                usage_metadata=getattr(reply, "usage_metadata", None) if last else None,
+                tool_call_chunks=[{**c, "index": j} for j, c in enumerate(calls)] if last else [],
+            )
+            yield ChatGenerationChunk(
+                message=chunk, generation_info={"finish": last} if last else None
+            )
+
+
+def _merged(chunks: list[AIMessageChunk]) -> AIMessageChunk:
+    return chunks[0] + chunks[1:]
+
+
+async def test_the_direct_stream_is_the_stream_astream_gives() -> None:
+    model = Chunky(fn=lambda _: "streamed reply").bind(stop=["END"])
+    light = direct_stream(model, MESSAGES)
+    assert light is not None
+    direct = [chunk async for chunk in light()]
+    ordinary = [chunk async for chunk in model.astream(MESSAGES)]
+    assert [c.text for c in direct] == [c.text for c in ordinary if c.text]
+    mine, theirs = _merged(direct), _merged(ordinary)
+    assert mine.text == theirs.text == "streamed reply"
+    assert mine.usage_metadata == theirs.usage_metadata
+    assert mine.response_metadata == theirs.response_metadata == {"finish": True}
+    assert mine.id is not None and mine.id.startswith("lc_run-")
+
+
+async def test_the_direct_stream_carries_tool_calls() -> None:
+    model = Chunky(fn=lambda _: ToolCall("lookup", {"query": "x"}, id="c1")).bind_tools([lookup])
+    light = direct_stream(model, MESSAGES)
+    assert light is not None
+    merged = _merged([chunk async for chunk in light()])
+    assert merged.tool_calls == [
+        {"name": "lookup", "args": {"query": "x"}, "id": "c1", "type": "tool_call"}
+    ]
+
+
+async def test_observed_or_non_streaming_calls_do_not_stream_directly() -> None:
+    fn = lambda _: "ok"  # noqa: E731
+    assert direct_stream(Chunky(fn=fn), MESSAGES) is not None
+    assert direct_stream(OfflineChatModel(), MESSAGES) is not None
+    assert direct_stream(FunctionChatModel(fn=fn), MESSAGES) is None  # no _astream: direct_call
+    assert direct_stream(Chunky(fn=fn, disable_streaming=True), MESSAGES) is None
+    assert direct_stream(Chunky(fn=fn, callbacks=[Recorder()]), MESSAGES) is None
+    assert direct_stream(Chunky(fn=fn).with_config(tags=["t"]), MESSAGES) is None
+
+    async def inside(_: Any) -> bool:
+        return direct_stream(Chunky(fn=fn), MESSAGES) is None
+
+    assert await RunnableLambda(inside).ainvoke(None, {"callbacks": [Recorder()]})
+    with tracing_context(enabled=True):
+        assert direct_stream(Chunky(fn=fn), MESSAGES) is None
+
+
+async def test_a_run_streams_the_same_tokens_with_or_without_a_callback(settings: Any) -> None:
+    plan = Plan(name="p", steps=[Step(id=i, worker="researcher", task=f"task {i}") for i in "ab"])
+    texts = []
+    for callbacks in ([], [Recorder()]):
+        model = Chunky(fn=lambda _: "a streamed answer", callbacks=callbacks)
+        team = Team.from_dict(team_dict(), settings=settings, model=model)
+        run_id = f"run-{len(texts)}"
+        result, events = await run_collect(team, "x", plan=plan, run_id=run_id)
+        assert result.status == "completed" and result.usage.total_tokens == 30
+        tokens = by_type(events, "token")
+        texts.append(
+            {e.step_id: "".join(t.text for t in tokens if t.step_id == e.step_id) for e in tokens}
+        )
+    assert texts[0] == texts[1] == {"a": "a streamed answer", "b": "a streamed answer"}
+    assert callbacks[0].starts == 2

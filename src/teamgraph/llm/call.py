@@ -38,7 +38,7 @@ from teamgraph.events import BaseEvent, ModelRetry, TokenDelta, UsageRecorded
 from teamgraph.faults import point
 from teamgraph.journal import Journal, JournalKey, ModelEntry
 from teamgraph.llm.cassette import Cassette, model_request
-from teamgraph.llm.direct import direct_call, streams
+from teamgraph.llm.direct import direct_call, direct_stream, streams
 from teamgraph.llm.errors import MAX_RETRY_AFTER_S, is_transient, redact, retry_after, translate
 from teamgraph.llm.finish import check_declined, stop_reason
 from teamgraph.llm.frames import Frames
@@ -356,8 +356,9 @@ async def _stream_once(
             settings.token_frame_ms / 1000,
             settings.token_frame_chars,
         )
+        light = direct_stream(model, messages)
         try:
-            async for chunk in model.astream(list(messages)):
+            async for chunk in light() if light else model.astream(list(messages)):
                 if not isinstance(chunk, AIMessageChunk):
                     chunk = AIMessageChunk(**chunk.model_dump(exclude={"type"}))
                 if text := chunk.text:  # plain text, or the text blocks of a list (Anthropic)
