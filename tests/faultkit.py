@@ -81,6 +81,7 @@ class Case:
     run_id: str
     request: str = REQUEST
     latency: float = 0.005  # seconds per model reply
+    template: str | None = None  # a workflow's plan template
 
     def path(self, name: str) -> Path:
         return Path(self.folder) / name
@@ -126,7 +127,8 @@ async def _write(case: Case, phase: str, events: AsyncIterator[Any]) -> None:
 async def start(case: Case) -> None:
     passes = faults.count()  # how often the run passes each boundary
     async with team_of(case).runner() as runner:
-        await _write(case, "start", runner.stream(case.request, run_id=case.run_id))
+        events = runner.stream(case.request, run_id=case.run_id, template=case.template)
+        await _write(case, "start", events)
     case.path("passes.json").write_text(json.dumps(passes))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,26 @@ def test_a_crash_at_a_boundary_loses_and_repeats_nothing(
     ref = reference(pattern, tmp_path_factory)
     case = _case(tmp_path, f"sqlite:///{tmp_path}/crash.db", str(TEAMS / PATTERNS[pattern]))
     check(case, ref, crash_and_resume(case, ref, boundary))
+
+
+@pytest.mark.parametrize("boundary", ["checkpoint.before", "checkpoint.after", "step.recorded"])
+def test_a_run_from_a_template_crashed_at_its_first_pass_repeats_nothing(
+    boundary: str, tmp_path: Path
+) -> None:
+    """A template's plan is the run's input (no plan node): a crash before the first checkpoint
+    starts the run again, and its plan is still announced once."""
+    team, template = str(TEAMS / PATTERNS["workflow"]), "parallel_comparison"
+    ref = replace(_case(tmp_path / "ref", f"sqlite:///{tmp_path}/ref.db", team), template=template)
+    case = replace(_case(tmp_path, f"sqlite:///{tmp_path}/crash.db", team), template=template)
+    Path(ref.folder).mkdir()
+    assert in_child(faultkit.start, ref) == 0, _err(ref)
+    assert [e["tier"] for e in ref.events("start") if e["type"] == "plan_created"] == ["template"]
+    assert in_child(faultkit.start, case, f"{boundary}:1") == CRASH_EXIT_CODE, _err(case)
+    returned = sum(case.calls().values())
+    assert in_child(faultkit.resume, case, "", "resume") == 0, _err(case)
+    check(case, ref, returned)
+    plans = [e for e in case.events("start") + case.events("resume") if e["type"] == "plan_created"]
+    assert [p["tier"] for p in plans] == ["template"]
 
 
 @pytest.mark.parametrize(

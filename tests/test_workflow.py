@@ -255,6 +255,28 @@ async def test_an_explicit_plan_goes_straight_to_execute(settings: Any) -> None:
     assert history[0].values["tier"] == "explicit" and history[0].values["status"] == "completed"
 
 
+async def test_a_template_plan_goes_straight_to_execute(settings: Any) -> None:
+    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
+    async with team.runner() as runner:
+        events = [e async for e in runner.stream("x", run_id="r", template="research_report")]
+        history = [c async for c in runner.graph.aget_state_history(runner.thread_config("r"))]
+    assert [e.type for e in events][:3] == ["run_started", "plan_created", "step_started"]
+    assert by_type(events, "plan_created")[0].tier == "template"
+    assert [c.next for c in reversed(history)] == [("__start__",), ("execute",), ()]
+    assert history[0].values["tier"] == "template" and history[0].values["status"] == "completed"
+
+
+async def test_a_template_that_does_not_fit_the_team_is_left_to_the_planner(
+    settings: Any,
+) -> None:
+    spec = {**team_dict(), "members": ["researcher", "writer"]}  # the template needs an analyst
+    team = Team.from_dict(spec, settings=settings, model=_latency_model({}))
+    result, events = await run_collect(team, "x", template="research_report")
+    plan = by_type(events, "plan_created")[0]
+    assert result.status == "completed" and plan.tier != "template"
+    assert any("'research_report' does not fit this team" in note for note in plan.notes)
+
+
 async def test_an_invalid_explicit_plan_fails_the_run_with_its_problems(settings: Any) -> None:
     team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
     result, events = await run_collect(team, "x", plan=_plan(("a", "poet", [])))

@@ -18,6 +18,7 @@ from langgraph.graph.state import CompiledStateGraph
 from teamgraph.events import PlannerTier, RunStatus
 from teamgraph.ledger import StepRecord
 from teamgraph.plan import Plan
+from teamgraph.planning.templates import Template
 from teamgraph.specs.team import TeamSpec
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -58,11 +59,13 @@ class Outcome:
 
 @dataclass(frozen=True)
 class RunInput:
-    """What a new run is asked: the request, and for workflows a template or explicit plan."""
+    """What a new run is asked: the request, and for workflows a template or explicit plan
+    (``templates``: the ones the team may name, by name)."""
 
     request: str
     template: str | None = None
     plan: Plan | None = None
+    templates: Mapping[str, Template] = field(default_factory=dict)
 
 
 def plain_input(team: TeamSpec, run: RunInput) -> dict[str, Any]:

@@ -5,8 +5,9 @@ The ``concat`` synthesizer (a pure function of the plan and the step results) ru
 
 Checkpoints after each node; inside ``execute`` every finished step is written to the step ledger
 (keyed by step id) before its event goes out, so a resumed run re-runs no finished step. A run
-given a valid explicit plan starts with the plan already in its input (its first checkpoint) and
-goes straight to ``execute``: there is nothing for the plan node to decide.
+given a valid explicit plan, or a known template whose plan fits the team, starts with the plan
+already in its input (its first checkpoint) and goes straight to ``execute``: there is nothing
+for the plan node to decide.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from teamgraph.patterns.contract import (
 from teamgraph.patterns.planner import make_plan
 from teamgraph.patterns.synthesis import concat_report, llm_answer
 from teamgraph.plan import Plan, validate_plan
+from teamgraph.planning.templates import instantiate
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
 
@@ -60,10 +62,7 @@ async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Workf
     else:
         decision = await make_plan(state["request"], ctx, state.get("template"))
         plan, tier, notes = decision.plan, decision.tier, decision.notes
-    key = JournalKey.task(ctx.task_scope("plan"))
-    if not await ctx.journal.was_announced(key):  # once, though a crash re-runs this node
-        await ctx.journal.announce(key)
-        emit_plan(ctx, plan, tier, notes)
+    await announce_plan(ctx, plan, tier, notes)
     return {"plan": plan.model_dump(), "tier": tier, "notes": notes, "steps": {}}
 
 
@@ -72,27 +71,31 @@ def validated(team: TeamSpec, plan: Plan) -> Plan:
 
 
 def graph_input(team: TeamSpec, run: RunInput) -> dict[str, Any]:
-    """A new run's input. A valid explicit plan goes in as the run's plan (emit it with
-    :func:`emit_plan`); an invalid one is left to the plan node, which fails the run with every
-    problem listed."""
+    """A new run's input. A valid explicit plan, or the plan of a known template that fits the
+    team, goes in as the run's plan (announce it with :func:`announce_plan`); an invalid
+    explicit plan is left to the plan node, which fails the run with every problem listed, and
+    a template that does not fit to the plan node's other tiers, which note why."""
     state: WorkflowState = {
         "request": run.request,
         "template": run.template,
         "explicit_plan": None,
         "planned": False,
     }
-    plan = run.plan
+    plan, tier = run.plan, "explicit"
+    template = run.templates.get(run.template) if run.template else None
+    if plan is None and template is not None:
+        plan, tier = instantiate(template, run.request), "template"
     if plan is None:
         return dict(state)
     try:
         plan = validated(team, plan)
     except PlanValidationError:
-        return {**state, "explicit_plan": plan.model_dump()}
+        return dict(state) if tier == "template" else {**state, "explicit_plan": plan.model_dump()}
     return {  # the plan is the run's from its first checkpoint
         **state,
         "planned": True,
         "plan": plan.model_dump(),
-        "tier": "explicit",
+        "tier": tier,
         "notes": [],
         "steps": {},
     }
@@ -102,7 +105,19 @@ def _entry(state: WorkflowState) -> str:
     return "execute" if state.get("planned") else "plan"
 
 
-def emit_plan(ctx: RunContext, plan: Plan, tier: str, notes: list[str] | None = None) -> None:
+async def announce_plan(
+    ctx: RunContext, plan: Plan, tier: str, notes: list[str], fresh: bool = False
+) -> None:
+    """Emit the run's ``plan_created`` once, though a crash re-runs what emits it (the journal
+    records the announcement first; ``fresh``: this execution is the run's first, so nothing
+    was announced before)."""
+    key = JournalKey.task(ctx.task_scope("plan"))
+    if fresh or not await ctx.journal.was_announced(key):
+        await ctx.journal.announce(key)
+        _emit_plan(ctx, plan, tier, notes)
+
+
+def _emit_plan(ctx: RunContext, plan: Plan, tier: str, notes: list[str]) -> None:
     ctx.emit(
         PlanCreated,
         plan_name=plan.name,
@@ -110,7 +125,7 @@ def emit_plan(ctx: RunContext, plan: Plan, tier: str, notes: list[str] | None = 
         confidence=plan.confidence,
         reasoning=plan.reasoning,
         steps=[s.model_dump() for s in plan.steps],
-        notes=notes or [],
+        notes=notes,
     )
 
 

@@ -141,13 +141,14 @@ class Runner:
             input=request,
             thread_id=thread_id,
         )
-        graph_input = self.pattern.start(self.team, RunInput(request, template, plan))
+        graph_input = self.pattern.start(
+            self.team, RunInput(request, template, plan, self.templates)
+        )
 
         async def begin() -> None:  # inside the run: a failure here is its run_failed event
             if accepted:
                 await self._prepare()
-            if plan is not None and graph_input.get("planned"):  # the graph starts with execute
-                workflow.emit_plan(ctx, Plan.model_validate(graph_input["plan"]), "explicit")
+            await _announce_input_plan(ctx, graph_input, fresh=True)
 
         async with aclosing(self._drive(graph_input, ctx, queue, begin, into)) as events:
             async for event in events:
@@ -209,14 +210,20 @@ class Runner:
         if snapshot.interrupts:
             command = await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
         elif snapshot.metadata is None:  # stopped before its first checkpoint: start again
-            command = self.pattern.start(self.team, RunInput(row.input, row.template))
+            command = self.pattern.start(
+                self.team, RunInput(row.input, row.template, templates=self.templates)
+            )
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
         seqs = self.backend.runs.seqs(run_id, row.last_seq, row.last_seq + ROW_RESERVE)
         ctx = self._context(run_id, row.thread_id, self._emitter(run_id, queue, seqs), row.user_id)
         await self.backend.runs.update(run_id, status="running", last_seq=seqs.reserved)
         await self._announce_resume(ctx, snapshot.values)
-        async with aclosing(self._drive(command, ctx, queue, into=into)) as events:
+
+        async def begin() -> None:  # a plan in the new input: announced unless it was
+            await _announce_input_plan(ctx, command)
+
+        async with aclosing(self._drive(command, ctx, queue, begin, into)) as events:
             async for event in events:
                 yield event
 
@@ -554,3 +561,11 @@ def _knowledge(team: TeamSpec) -> list[str]:
         if isinstance(member, TeamSpec):
             paths += _knowledge(member)
     return paths
+
+
+async def _announce_input_plan(ctx: RunContext, graph_input: Any, fresh: bool = False) -> None:
+    """The plan a run's input carries (explicit, or a template's), announced as the plan node
+    announces the plans it makes: the graph starts with ``execute``."""
+    if isinstance(graph_input, dict) and graph_input.get("planned"):
+        plan = Plan.model_validate(graph_input["plan"])
+        await workflow.announce_plan(ctx, plan, graph_input["tier"], [], fresh=fresh)
