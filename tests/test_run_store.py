@@ -119,6 +119,8 @@ async def test_a_run_and_its_companions_are_stored_in_one_transaction(backend: B
         await backend.runs.create(row("two"), (insert(MessageRow), bad))
     with pytest.raises(RunNotFound):
         await backend.runs.get("two")  # rolled back with its message
+    await backend.runs.create(row("three"))  # and the store writes on after the failure
+    assert (await backend.runs.get("three")).id == "three"
 
 
 async def test_owned_runs_never_leak_to_other_users(backend: Backend) -> None:

