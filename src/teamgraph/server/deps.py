@@ -116,10 +116,11 @@ async def owned_or_404(state: AppState, query: Select[T], what: str, **params: A
     return row
 
 
-async def session_read(session_id: str, user: CurrentUser, state: State) -> SessionRow:
-    """Like :func:`session_of`, read directly: for routes that do not change the session."""
+async def session_read(session_id: str, claims: Claims, state: State) -> SessionRow:
+    """Like :func:`session_of`, read directly: for routes that do not change the session. The
+    owned session is the check: a valid token's user owns it (no read of the user's row)."""
     return await owned_or_404(
-        state, repo.OWNED_SESSION, "Session", session_id=session_id, user_id=user.id
+        state, repo.OWNED_SESSION, "Session", session_id=session_id, user_id=claims.user_id
     )
 
 

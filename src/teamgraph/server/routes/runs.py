@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Query, status
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from teamgraph.errors import RunConflict
-from teamgraph.server.deps import CurrentUser, Db, ReadSession, State
+from teamgraph.server.deps import Claims, CurrentUser, Db, ReadSession, State
 from teamgraph.server.runs import RunManager
 from teamgraph.server.schemas import (
     PendingItem,
@@ -35,9 +35,9 @@ async def get_manager(state: State) -> RunManager:  # async: no threadpool hop
 Manager = Annotated[RunManager, Depends(get_manager)]
 
 
-async def run_of(run_id: str, user: CurrentUser, state: State) -> RunRow:
-    """A run in the path that the user owns — 404 otherwise (never leaks existence)."""
-    row = await state.backend.runs.owned(run_id, user.id)
+async def run_of(run_id: str, claims: Claims, state: State) -> RunRow:
+    """A run in the path that the token's user owns — 404 otherwise (never leaks existence)."""
+    row = await state.backend.runs.owned(run_id, claims.user_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
     return row
@@ -91,7 +91,7 @@ async def get_run(run: OwnedRun, manager: Manager) -> RunOut:
 @router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
 async def run_events(
     run_id: str,
-    user: CurrentUser,
+    claims: Claims,
     manager: Manager,
     state: State,
     after: Annotated[
@@ -106,8 +106,8 @@ async def run_events(
     the events ready at once go out in one write."""
     owner = manager.owner(run_id)
     if owner is None:
-        await run_of(run_id, user, state)
-    elif owner != user.id:
+        await run_of(run_id, claims, state)
+    elif owner != claims.user_id:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
     if last_event_id is not None:
         if not last_event_id.strip().isdigit() or int(last_event_id) > MAX_SEQ:
