@@ -21,8 +21,11 @@ by hand (``server.RawClient``) for both servers: teamgraph's runs are ``POST …
 ``GET …/events``; the peer's ``POST /threads/{id}/runs/stream``. Printed per column, and as
 ratios teamgraph / peer:
 
-* ``runs/s``: ``--runs`` runs by 20 clients, each read to the end of its stream;
-* ``server CPU/run``: the server process's CPU (``/proc``) over those runs, per run;
+* ``runs/s``: ``--runs`` runs by 20 clients, each read to the end of its stream — the median of
+  ``--rate-rounds`` rounds taken in turn on the three servers, all started beforehand (the
+  machine's speed drifts by tens of percent within minutes: measured one after the other, the
+  columns would compare two different machines);
+* ``server CPU/run``: the server process's CPU (``/proc``) over those runs, per run (median);
 * ``bytes/run``: SSE bytes the client read per run;
 * ``TTFE p50/p99 burst``: ``--clients`` (50) clients at once, start request sent → first
   ``data:`` line, ``--rounds`` rounds;
@@ -30,11 +33,11 @@ ratios teamgraph / peer:
   of a slow graph (30 s a step) — on a server started with room for all of them to execute
   (``--clients`` + 20 jobs), so the figure is what open streams cost, not a queue's wait;
 * ``first step``: one client alone, start request → the first step's result on the stream, p50;
-* ``RSS``: the server's resident memory after the runs;
+* ``RSS``: the server's resident memory after the rounds of runs;
 * ``in-process runs/s``: no HTTP — teamgraph's ``Runner`` on SQLite (durable) and the peer's graph
   with LangGraph's in-memory checkpointer, 20 at once.
 
-Run ``python benchmarks/peer_server.py`` (≈ 3 minutes; the first run also installs the peer) or
+Run ``python benchmarks/peer_server.py`` (≈ 4 minutes; the first run also installs the peer) or
 ``--quick`` (smoke run).
 """
 
@@ -542,24 +545,46 @@ async def beside(target: Target, streams: int, runs: int) -> list[float]:
     return timings
 
 
+async def turns(targets: list[Target], args: argparse.Namespace) -> list[dict[str, float]]:
+    """runs/s, CPU and bytes per run of each target: the medians of ``--rate-rounds`` rounds of
+    ``--runs`` runs, the targets taking turns (all started first), and the RSS after them."""
+    rounds: list[list[tuple[float, float, float]]] = [[] for _ in targets]
+    try:
+        for target in targets:
+            print(f"{target.name}: starting", flush=True)
+            await target.start()
+            await throughput(target, CONCURRENCY)  # warm-up
+        for _ in range(args.rate_rounds):
+            for target, taken in zip(targets, rounds, strict=True):
+                taken.append(await throughput(target, args.runs))
+        columns = []
+        for target, taken in zip(targets, rounds, strict=True):
+            rate, cpu, size = (statistics.median(values) for values in zip(*taken, strict=True))
+            figures = {"runs/s": rate, "server CPU ms/run": cpu, "KiB/run": size / 1024}
+            figures["RSS after the runs (MiB)"] = rss_mib(target.pid)
+            print(f"{target.name}: runs/s by round {[round(r, 1) for r, _, _ in taken]}")
+            columns.append(figures)
+        return columns
+    finally:
+        for target in targets:
+            if target.pid:
+                target.stop()
+
+
 async def measure(target: Target, args: argparse.Namespace) -> dict[str, float]:
-    """Every figure of one column. The open streams are measured on a server of their own (its
-    slow runs would otherwise go on through the other measures, and its heap would already
-    hold what the bursts left)."""
-    print(f"{target.name}: starting", flush=True)
+    """The latency figures of one column. The open streams are measured on a server of their
+    own (its slow runs would otherwise go on through the other measures, and its heap would
+    already hold what the bursts left)."""
     figures: dict[str, float] = {}
     await target.start()
     try:
         await throughput(target, CONCURRENCY)  # warm-up
-        rate, cpu, size = await throughput(target, args.runs)
-        figures.update({"runs/s": rate, "server CPU ms/run": cpu, "KiB/run": size / 1024})
         firsts, steps = await alone(target, args.alone)
         figures["first event p50, alone (ms)"] = percentile(firsts, 50)
         figures["first step p50, alone (ms)"] = percentile(steps, 50)
         ttfe = await burst(target, args.clients, args.rounds)
         figures["TTFE p50, burst (ms)"] = percentile(ttfe, 50)
         figures["TTFE p99, burst (ms)"] = percentile(ttfe, 99)
-        figures["RSS after the runs (MiB)"] = rss_mib(target.pid)
     finally:
         target.stop()
     await target.start(jobs=args.clients + CONCURRENCY)
@@ -635,7 +660,10 @@ async def benchmark(args: argparse.Namespace) -> int:
             Peer(root, calibration, tokens=False),
             Peer(root, calibration, tokens=True),
         ]
-        columns = [(target.name, await measure(target, args)) for target in targets]
+        rounds = await turns(targets, args)
+        columns = [(t.name, figures) for t, figures in zip(targets, rounds, strict=True)]
+        for target, (_, figures) in zip(targets, columns, strict=True):
+            figures.update(await measure(target, args))
         rates = await inprocess(root, teams, calibration, args.runs)
         for (_, figures), rate in zip(columns, rates, strict=True):
             figures["in-process runs/s"] = rate
@@ -645,14 +673,17 @@ async def benchmark(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=300, help="runs for runs/s (default 300)")
+    parser.add_argument("--runs", type=int, default=300, help="runs a round (default 300)")
+    parser.add_argument(
+        "--rate-rounds", type=int, default=5, help="rounds for runs/s, in turn (default 5)"
+    )
     parser.add_argument("--clients", type=int, default=50, help="burst clients (default 50)")
     parser.add_argument("--rounds", type=int, default=3, help="burst rounds (default 3)")
     parser.add_argument("--alone", type=int, default=15, help="runs one at a time (default 15)")
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     args = parser.parse_args(argv)
     if args.quick:
-        args.runs, args.clients, args.rounds, args.alone = 40, 10, 1, 3
+        args.runs, args.rate_rounds, args.clients, args.rounds, args.alone = 40, 1, 10, 1, 3
     try:
         return asyncio.run(benchmark(args))
     except BenchmarkError as exc:
