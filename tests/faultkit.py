@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
-from teamgraph import Team, faults
+from teamgraph import Plan, Team, faults
 from teamgraph.config import Settings
 from teamgraph.errors import RunNotFound
 from teamgraph.events import RunCompleted
@@ -82,6 +82,7 @@ class Case:
     request: str = REQUEST
     latency: float = 0.005  # seconds per model reply
     template: str | None = None  # a workflow's plan template
+    plan: str | None = None  # a workflow's explicit plan (JSON)
 
     def path(self, name: str) -> Path:
         return Path(self.folder) / name
@@ -127,7 +128,8 @@ async def _write(case: Case, phase: str, events: AsyncIterator[Any]) -> None:
 async def start(case: Case) -> None:
     passes = faults.count()  # how often the run passes each boundary
     async with team_of(case).runner() as runner:
-        events = runner.stream(case.request, run_id=case.run_id, template=case.template)
+        plan = Plan.model_validate_json(case.plan) if case.plan else None
+        events = runner.stream(case.request, run_id=case.run_id, template=case.template, plan=plan)
         await _write(case, "start", events)
     case.path("passes.json").write_text(json.dumps(passes))
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from teamgraph import faults
+from teamgraph import Plan, Step, faults
 from teamgraph.faults import CRASH_EXIT_CODE
 
 from . import faultkit
@@ -124,24 +124,39 @@ def test_a_crash_at_a_boundary_loses_and_repeats_nothing(
     check(case, ref, crash_and_resume(case, ref, boundary))
 
 
+EXPLICIT = Plan(
+    name="given",
+    steps=[
+        Step(id="facts", worker="researcher", task="Find the facts on both databases"),
+        Step(id="report", worker="writer", task="Write the comparison", depends_on=["facts"]),
+    ],
+).model_dump_json()
+
+
+@pytest.mark.parametrize("given", ["template", "plan"])
 @pytest.mark.parametrize("boundary", ["checkpoint.before", "checkpoint.after", "step.recorded"])
-def test_a_run_from_a_template_crashed_at_its_first_pass_repeats_nothing(
-    boundary: str, tmp_path: Path
+def test_a_run_given_its_plan_crashed_at_its_first_pass_repeats_nothing(
+    given: str, boundary: str, tmp_path: Path
 ) -> None:
-    """A template's plan is the run's input (no plan node): a crash before the first checkpoint
-    starts the run again, and its plan is still announced once."""
-    team, template = str(TEAMS / PATTERNS["workflow"]), "parallel_comparison"
-    ref = replace(_case(tmp_path / "ref", f"sqlite:///{tmp_path}/ref.db", team), template=template)
-    case = replace(_case(tmp_path, f"sqlite:///{tmp_path}/crash.db", team), template=template)
+    """A template's or an explicit plan is the run's input (no plan node): a crash before the
+    first checkpoint starts the run again with that plan, announced once."""
+    team = str(TEAMS / PATTERNS["workflow"])
+    plan = {"template": "parallel_comparison"} if given == "template" else {"plan": EXPLICIT}
+    ref = replace(_case(tmp_path / "ref", f"sqlite:///{tmp_path}/ref.db", team), **plan)
+    case = replace(_case(tmp_path, f"sqlite:///{tmp_path}/crash.db", team), **plan)
     Path(ref.folder).mkdir()
     assert in_child(faultkit.start, ref) == 0, _err(ref)
-    assert [e["tier"] for e in ref.events("start") if e["type"] == "plan_created"] == ["template"]
+    tiers = [e["tier"] for e in ref.events("start") if e["type"] == "plan_created"]
+    assert tiers == ["template" if given == "template" else "explicit"]
     assert in_child(faultkit.start, case, f"{boundary}:1") == CRASH_EXIT_CODE, _err(case)
     returned = sum(case.calls().values())
     assert in_child(faultkit.resume, case, "", "resume") == 0, _err(case)
     check(case, ref, returned)
     plans = [e for e in case.events("start") + case.events("resume") if e["type"] == "plan_created"]
-    assert [p["tier"] for p in plans] == ["template"]
+    tier = "template" if given == "template" else "explicit"
+    assert [p["tier"] for p in plans] == [tier]
+    steps = {e["step_id"] for e in case.events("resume") if e["type"] == "step_completed"}
+    assert steps <= {s["id"] for s in plans[0]["steps"]}  # the given plan's steps, not a new one
 
 
 @pytest.mark.parametrize(

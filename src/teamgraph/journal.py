@@ -59,6 +59,11 @@ class JournalKey:
         """A human's reply (answer, decisions) to the pause ``interrupt_id`` of a run."""
         return JournalKey(f"{self.text}/reply:{interrupt_id}")
 
+    def input_plan(self) -> JournalKey:
+        """The explicit plan a run was given (its run id's key): kept so that a run stopped
+        before its first checkpoint starts again with it."""
+        return JournalKey(f"{self.text}/input-plan")
+
     def begun(self) -> JournalKey:
         """The mark that the approved call under this key was started (run at most once)."""
         return JournalKey(f"{self.text}.b")
@@ -136,6 +141,13 @@ class Journal:
     async def announce(self, key: JournalKey) -> None:
         """Record that the call under ``key`` is announced (before its event goes out)."""
         await self.store.record(key.announced().text, "1")
+
+    async def keep_input_plan(self, run_id: str, plan: dict[str, Any]) -> None:
+        await self.store.record(JournalKey.task(run_id).input_plan().text, json.dumps(plan))
+
+    async def input_plan(self, run_id: str) -> dict[str, Any] | None:
+        saved = await self.store.recall(JournalKey.task(run_id).input_plan().text)
+        return None if saved is None else dict(json.loads(saved))
 
     async def begin(self, key: JournalKey) -> bool:
         """Mark the call under ``key`` as started, durably, before it runs; False when an earlier

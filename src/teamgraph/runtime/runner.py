@@ -148,6 +148,8 @@ class Runner:
         async def begin() -> None:  # inside the run: a failure here is its run_failed event
             if accepted:
                 await self._prepare()
+            if plan is not None:  # kept for a start again before the first checkpoint
+                await ctx.journal.keep_input_plan(run_id, plan.model_dump())
             await _announce_input_plan(ctx, graph_input, fresh=True)
 
         async with aclosing(self._drive(graph_input, ctx, queue, begin, into)) as events:
@@ -210,8 +212,10 @@ class Runner:
         if snapshot.interrupts:
             command = await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
         elif snapshot.metadata is None:  # stopped before its first checkpoint: start again
+            given = await Journal(self.ledger).input_plan(run_id)
+            plan = None if given is None else Plan.model_validate(given)
             command = self.pattern.start(
-                self.team, RunInput(row.input, row.template, templates=self.templates)
+                self.team, RunInput(row.input, row.template, plan, self.templates)
             )
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
