@@ -4,8 +4,10 @@ callback, tracer, cache or hook could notice their absence."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from langchain_core.caches import InMemoryCache
 from langchain_core.callbacks import AsyncCallbackHandler, get_usage_metadata_callback
 from langchain_core.globals import set_debug
@@ -16,6 +18,7 @@ from langchain_core.tools import tool
 from langsmith import tracing_context
 
 from teamgraph import Plan, Step
+from teamgraph.llm import direct as direct_module
 from teamgraph.llm.direct import direct_call, direct_stream, streams
 from teamgraph.llm.offline import OfflineChatModel
 from teamgraph.runtime.team import Team
@@ -137,12 +140,12 @@ class Chunky(FunctionChatModel):
         reply = message.generations[0].message
         text = str(reply.content)
         pieces = [text[i : i + 2] for i in range(0, len(text), 2)] or [""]
+        calls = [
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"]}
+            for c in getattr(reply, "tool_calls", [])
+        ]
         for i, piece in enumerate(pieces):
             last = i == len(pieces) - 1
-            calls = [
-                {"name": c["name"], "args": str(c["args"]).replace("'", '"'), "id": c["id"]}
-                for c in getattr(reply, "tool_calls", [])
-            ]
             chunk = AIMessageChunk(
                 content=piece,
                 usage_metadata=getattr(reply, "usage_metadata", None) if last else None,
@@ -176,6 +179,8 @@ async def test_the_direct_stream_carries_tool_calls() -> None:
     light = direct_stream(model, MESSAGES)
     assert light is not None
     merged = _merged([chunk async for chunk in light()])
+    ordinary = _merged([chunk async for chunk in model.astream(MESSAGES)])
+    assert merged.tool_calls == ordinary.tool_calls
     assert merged.tool_calls == [
         {"name": "lookup", "args": {"query": "x"}, "id": "c1", "type": "tool_call"}
     ]
@@ -198,10 +203,22 @@ async def test_observed_or_non_streaming_calls_do_not_stream_directly() -> None:
         assert direct_stream(Chunky(fn=fn), MESSAGES) is None
 
 
-async def test_a_run_streams_the_same_tokens_with_or_without_a_callback(settings: Any) -> None:
+async def test_a_run_streams_the_same_tokens_with_or_without_a_callback(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    direct_calls = []
+    light = direct_module._stream
+
+    def counted(*args: Any) -> Any:
+        direct_calls.append(args)
+        return light(*args)
+
+    monkeypatch.setattr(direct_module, "_stream", counted)
     plan = Plan(name="p", steps=[Step(id=i, worker="researcher", task=f"task {i}") for i in "ab"])
+    recorder = Recorder()
     texts = []
-    for callbacks in ([], [Recorder()]):
+    for callbacks, direct in (([], 2), ([recorder], 0)):  # the light path only when unobserved
+        direct_calls.clear()
         model = Chunky(fn=lambda _: "a streamed answer", callbacks=callbacks)
         team = Team.from_dict(team_dict(), settings=settings, model=model)
         run_id = f"run-{len(texts)}"
@@ -211,5 +228,6 @@ async def test_a_run_streams_the_same_tokens_with_or_without_a_callback(settings
         texts.append(
             {e.step_id: "".join(t.text for t in tokens if t.step_id == e.step_id) for e in tokens}
         )
+        assert len(direct_calls) == direct
     assert texts[0] == texts[1] == {"a": "a streamed answer", "b": "a streamed answer"}
-    assert callbacks[0].starts == 2
+    assert recorder.starts == 2
