@@ -94,38 +94,35 @@ class EventLog:
 
 class EventWriter:
     """Stores the events of every live run: one transaction per ``FLUSH_INTERVAL`` (at once when
-    a closing run waits for its last events), whatever the number of runs."""
+    a closing run waits for its last events), whatever the number of runs. Its task runs while
+    there is something to store: an idle writer leaves nothing pending."""
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
         self.logs: dict[EventLog, None] = {}  # with unstored events, in order of arrival
-        self.wake, self.urgent = asyncio.Event(), asyncio.Event()
+        self.urgent = asyncio.Event()
         self.stopping = False
         self.task: asyncio.Task[None] | None = None
 
     def dirty(self, event_log: EventLog, urgent: bool) -> None:
         self.logs[event_log] = None
-        self.wake.set()
         if urgent:
             self.urgent.set()
         if self.task is None or self.task.done():
             self.task = asyncio.get_running_loop().create_task(self._loop())
 
     async def stop(self) -> None:
-        """Store what is left and stop."""
+        """Store what is left at once (and from now on)."""
         self.stopping = True
-        self.wake.set()
         self.urgent.set()
         if self.task is not None:
             await asyncio.shield(self.task)
 
     async def _loop(self) -> None:
-        while self.logs or not self.stopping:
-            await self.wake.wait()
-            if not self.stopping:
+        while self.logs:
+            if not self.stopping and not self.urgent.is_set():
                 with suppress(TimeoutError):
                     await asyncio.wait_for(self.urgent.wait(), FLUSH_INTERVAL)
-            self.wake.clear()
             self.urgent.clear()
             batch = [(item, item.unstored()) for item in self.logs]
             self.logs = {}

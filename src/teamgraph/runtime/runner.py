@@ -44,6 +44,7 @@ from teamgraph.result import RunResult
 from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
 from teamgraph.runtime.config import RunConfig, RunHooks
+from teamgraph.runtime.event_log import EventLog, EventWriter
 from teamgraph.runtime.pauses import DecisionLike, emit_pauses, pending_requests, resume_command
 from teamgraph.runtime.results import build_result
 from teamgraph.specs.team import TeamSpec
@@ -58,7 +59,9 @@ MIN_SUPERSTEPS = 100
 
 class Runner:
     """Runs one team against a :class:`Backend`. ``slots`` (shared by a server's runners) bounds
-    how many runs execute at once; ``hooks`` see every event of every run."""
+    how many runs execute at once; ``hooks`` see every event of every run. Every run's events
+    are stored (``writer``, shared by a server's runners, batches them across runs) and its
+    stream ends once they all are."""
 
     def __init__(
         self,
@@ -68,12 +71,14 @@ class Runner:
         *,
         slots: asyncio.Semaphore | None = None,
         hooks: Sequence[RunHooks] = (),
+        writer: EventWriter | None = None,
     ) -> None:
         self.team = team
         self.backend = backend
         self.config = config = config or RunConfig()
         self.slots = slots
         self.hooks = tuple(hooks)
+        self.writer = writer or EventWriter(backend.runs)
         self.models = ModelProvider(config.settings, config.models, config.model)
         self.prices = PriceTable.load(config.settings.prices_file)
         self.templates: dict[str, Template] = available(
@@ -96,16 +101,20 @@ class Runner:
         accepted: bool = False,
         record: str | Path | None = None,
         replay: str | Path | None = None,
+        log: EventLog | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Start a run and yield its events as they happen. ``user_id`` (default: the config's)
         owns the run and namespaces its shared notes. ``accepted``: the caller has stored the
         run's row already (:meth:`run_row`, with the same ids), e.g. in a transaction of its own.
         ``record``: write every model request and reply and every tool result to this file;
-        ``replay``: answer them from such a file instead (no model is called, no tool runs)."""
+        ``replay``: answer them from such a file instead (no model is called, no tool runs).
+        ``log``: where the run's events are kept for other readers while they are stored (the
+        server's); by default a log of its own."""
         cassette = _cassette(record, replay)
-        async with aclosing(
-            self._start(request, thread_id, run_id, template, plan, user_id, accepted, cassette)
-        ) as events:
+        started = self._start(
+            request, thread_id, run_id, template, plan, user_id, accepted, cassette, log=log
+        )
+        async with aclosing(started) as events:
             async for event in events:  # closing this stream stops the run, at once
                 yield event
 
@@ -120,6 +129,7 @@ class Runner:
         accepted: bool,
         cassette: Cassette | None = None,
         into: list[RunResult] | None = None,
+        log: EventLog | None = None,
     ) -> AsyncGenerator[Event, None]:
         if not request.strip():
             raise UsageError("the request is empty: say what the team should do")
@@ -132,7 +142,8 @@ class Runner:
             )
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
         seqs = self.backend.runs.seqs(run_id, 0, ROW_RESERVE)
-        emitter = self._emitter(run_id, queue, seqs)
+        log = log or EventLog(self.writer)
+        emitter = self._emitter(run_id, queue, seqs, log)
         ctx = self._context(run_id, thread_id, emitter, user_id, cassette)
         ctx.emit(
             RunStarted,
@@ -152,7 +163,7 @@ class Runner:
                 await ctx.journal.keep_input_plan(run_id, plan.model_dump())
             await _announce_input_plan(ctx, graph_input, fresh=True)
 
-        async with aclosing(self._drive(graph_input, ctx, queue, begin, into)) as events:
+        async with aclosing(self._drive(graph_input, ctx, queue, log, begin, into)) as events:
             async for event in events:
                 yield event
 
@@ -188,11 +199,14 @@ class Runner:
         answer: str | None = None,
         decisions: Mapping[str, DecisionLike] | None = None,
         default: DecisionLike | None = None,
+        log: EventLog | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Continue a paused or interrupted run. A paused run needs the ``answer`` to its
         question or ``decisions`` (by request id; ``default`` for all) on its tool calls.
-        Finished steps, model replies and tool results are replayed, never redone."""
-        async with aclosing(self._resume(run_id, answer, decisions, default)) as events:
+        Finished steps, model replies and tool results are replayed, never redone. ``log``:
+        as :meth:`stream`'s (its floor: the run's last stored seq)."""
+        resumed = self._resume(run_id, answer, decisions, default, log=log)
+        async with aclosing(resumed) as events:
             async for event in events:
                 yield event
 
@@ -203,6 +217,7 @@ class Runner:
         decisions: Mapping[str, DecisionLike] | None,
         default: DecisionLike | None,
         into: list[RunResult] | None = None,
+        log: EventLog | None = None,
     ) -> AsyncGenerator[Event, None]:
         row = await self.backend.runs.get(run_id)
         if row.status in FINISHED:
@@ -220,14 +235,16 @@ class Runner:
         await self._prepare()
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
         seqs = self.backend.runs.seqs(run_id, row.last_seq, row.last_seq + ROW_RESERVE)
-        ctx = self._context(run_id, row.thread_id, self._emitter(run_id, queue, seqs), row.user_id)
+        log = log or EventLog(self.writer, row.last_seq)
+        emitter = self._emitter(run_id, queue, seqs, log)
+        ctx = self._context(run_id, row.thread_id, emitter, row.user_id)
         await self.backend.runs.update(run_id, status="running", last_seq=seqs.reserved)
         await self._announce_resume(ctx, snapshot.values)
 
         async def begin() -> None:  # a plan in the new input: announced unless it was
             await _announce_input_plan(ctx, command)
 
-        async with aclosing(self._drive(command, ctx, queue, begin, into)) as events:
+        async with aclosing(self._drive(command, ctx, queue, log, begin, into)) as events:
             async for event in events:
                 yield event
 
@@ -415,16 +432,16 @@ class Runner:
         )
 
     def _emitter(
-        self, run_id: str, queue: asyncio.Queue[BaseEvent | None], seqs: SeqBlock
+        self, run_id: str, queue: asyncio.Queue[BaseEvent | None], seqs: SeqBlock, log: EventLog
     ) -> Emitter:
-        """Events go to the run's stream and to every hook."""
-        sinks = [queue.put_nowait, *(hook.on_event for hook in self.hooks)]
+        """Events go to the run's stream, its log (stored) and every hook."""
+        sinks = [queue.put_nowait, log.add, *(hook.on_event for hook in self.hooks)]
 
         def sink(event: BaseEvent) -> None:
             for deliver in sinks:
                 deliver(event)
 
-        return Emitter(run_id, sinks[0] if len(sinks) == 1 else sink, seqs)
+        return Emitter(run_id, sink, seqs)
 
     def thread_config(self, thread_id: str) -> RunnableConfig:
         """LangGraph's config for a thread of this team (its checkpoints, its limits)."""
@@ -436,6 +453,7 @@ class Runner:
         graph_input: Any,
         ctx: RunContext,
         queue: asyncio.Queue[BaseEvent | None],
+        log: EventLog,
         begin: Callable[[], Awaitable[None]] | None = None,
         into: list[RunResult] | None = None,
     ) -> AsyncGenerator[Event, None]:
@@ -444,15 +462,18 @@ class Runner:
             while (event := await queue.get()) is not None:
                 yield event  # type: ignore[misc]
         finally:
-            if not task.done():
-                task.cancel()
-                with suppress(asyncio.CancelledError):
-                    await task
-                if not ctx.closed:  # cancelled before it began: record that it stopped
-                    ctx.emit(RunCancelled, reason="cancelled")
-                    await self._save(ctx, status="cancelled", error="cancelled")
-            else:
-                task.result()
+            try:
+                if not task.done():
+                    task.cancel()
+                    with suppress(asyncio.CancelledError):
+                        await task
+                    if not ctx.closed:  # cancelled before it began: record that it stopped
+                        ctx.emit(RunCancelled, reason="cancelled")
+                        await self._save(ctx, status="cancelled", error="cancelled")
+                else:
+                    task.result()
+            finally:
+                await log.close()  # the stream ends once every event of the run is stored
 
     async def _invoke(
         self,

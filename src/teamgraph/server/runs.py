@@ -50,8 +50,8 @@ class _Live:
     user_id: str | None
     message: str | None  # a resumed run's answer, stored in the session once it has started
     new: bool  # a new run: its row, owner, session and message are stored before it starts
+    log: rl.EventLog  # its events, kept for readers while the runner stores them
     phase: Phase = "claimed"
-    log: rl.EventLog | None = None
     ready: asyncio.Future[None] = field(default_factory=asyncio.Future)  # its first event is out
     task: asyncio.Task[None] | None = None
     started: asyncio.Task[None] | None = None  # storing a resumed run's answer
@@ -86,7 +86,12 @@ class RunManager:
         if self._runners.get(team_name, (None,))[0] is not team:
             hooks = (self, self.state.metrics)  # every event: the run's log, the metrics
             runner = Runner(
-                team.spec, self.state.backend, team.config, slots=self._slots, hooks=hooks
+                team.spec,
+                self.state.backend,
+                team.config,
+                slots=self._slots,
+                hooks=hooks,
+                writer=self._writer,
             )
             self._runners[team_name] = (team, runner)
         return self._runners[team_name][1]
@@ -104,7 +109,7 @@ class RunManager:
         session, the user's message and ``also``: one transaction) and its first event is
         emitted."""
         runner = self.runner(team_name)
-        live = _Live(uuid.uuid4().hex, session.id, user_id, None, new=True)
+        live = _Live(uuid.uuid4().hex, session.id, user_id, None, True, rl.EventLog(self._writer))
         row = runner.run_row(
             request, live.run_id, session.id, template, user_id, session_id=session.id
         )
@@ -120,6 +125,7 @@ class RunManager:
             template=template,
             user_id=user_id,
             accepted=True,
+            log=live.log,
         )
         await self._begin(live, stream, accept)
         return live.run_id
@@ -127,7 +133,8 @@ class RunManager:
     async def start_stored(self, row: RunRow) -> None:
         """Start a run an API process stored and queued (a worker claimed it): as :meth:`start`,
         with the row, owner, session and message already in the database."""
-        live = _Live(row.id, row.session_id or row.thread_id, row.user_id, None, new=True)
+        log = rl.EventLog(self._writer)
+        live = _Live(row.id, row.session_id or row.thread_id, row.user_id, None, True, log)
         stream = self.runner(row.team_name).stream(
             row.input,
             thread_id=row.thread_id,
@@ -135,6 +142,7 @@ class RunManager:
             template=row.template,
             user_id=row.user_id,
             accepted=True,
+            log=live.log,
         )
         await self._begin(live, stream)
 
@@ -147,10 +155,11 @@ class RunManager:
     async def resume(self, run_id: str, answer: str | None = None, **reply: Any) -> None:
         """Continue a paused, cancelled or crashed run (``answer``, ``decisions``, ``default``)."""
         row = await self.state.backend.runs.get(run_id)
-        live = _Live(run_id, row.session_id or row.thread_id, row.user_id, answer, new=False)
+        log = rl.EventLog(self._writer, row.last_seq)
+        live = _Live(run_id, row.session_id or row.thread_id, row.user_id, answer, False, log)
         runner = self.runner(row.team_name)
-        stream = runner.resume_stream(run_id, answer=answer, **reply)
-        await self._begin(live, stream, floor=row.last_seq)
+        stream = runner.resume_stream(run_id, answer=answer, log=live.log, **reply)
+        await self._begin(live, stream)
 
     async def cancel(self, run_id: str) -> str:
         """Stop a running run (it ends ``cancelled``, resumable) or close a paused one."""
@@ -194,7 +203,6 @@ class RunManager:
         live: _Live,
         events: AsyncIterator[Event],
         accept: Callable[[], Awaitable[None]] | None = None,
-        floor: int = 0,
     ) -> None:
         """Claim the session, check its latest run, store the run (``accept``), run it in the
         background; return once its first event is out (or raise why it could not start)."""
@@ -213,7 +221,6 @@ class RunManager:
             live.enter("closed")
             self._live.pop(live.run_id)
             raise
-        live.log = rl.EventLog(self._writer, floor)
         live.enter("executing")
         live.task = asyncio.create_task(self._run(live, events))
         await asyncio.shield(live.ready)
@@ -237,7 +244,6 @@ class RunManager:
         stopped = live.phase == "stopping"
         live.enter("closing")
         try:
-            assert live.log is not None
             await live.log.close()
             if live.started is not None:
                 await asyncio.gather(live.started, return_exceptions=True)
@@ -252,8 +258,7 @@ class RunManager:
         finally:
             live.enter("closed")
             self._live.pop(live.run_id, None)
-            if live.log is not None:
-                live.log.end()
+            live.log.end()
             if not live.ready.done():  # it failed to start: the caller gets the error
                 failure = RunConflict("the run stopped before it started")
                 live.ready.set_exception(error if isinstance(error, Exception) else failure)
@@ -261,11 +266,10 @@ class RunManager:
                 log.error("run %s failed outside the graph: %r", live.run_id, error)
 
     def on_event(self, event: BaseEvent) -> None:
-        """A run hook: every event of a live run joins its log (stored, served to readers)."""
+        """A run hook: every event of a live run (the runner adds it to the run's log)."""
         live = self._live.get(event.run_id)
-        if live is None or live.log is None:
+        if live is None:
             return
-        live.log.add(event)
         live.last_seq = event.seq
         live.ended = live.ended or rl.kind(event) in rl.STOPS
         if isinstance(event, RunCompleted):
