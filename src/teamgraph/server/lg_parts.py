@@ -24,6 +24,7 @@ from typing import Any
 
 from teamgraph.events import Event
 from teamgraph.server.progress import Telling, progress_line
+from teamgraph.server.sse import frame
 
 MODES = ("values", "updates", "messages", "messages-tuple", "events", "custom", "debug")
 QUESTION = "clarification"
@@ -85,5 +86,4 @@ def _update(event: Event) -> dict[str, Any] | None:
 
 def sse(event: str, data: Any, event_id: int | None = None) -> str:
     """One server-sent event, as the Agent Protocol frames it."""
-    head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return frame(event, json.dumps(data, ensure_ascii=False), event_id)

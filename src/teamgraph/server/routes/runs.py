@@ -8,7 +8,7 @@ from contextlib import suppress
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, status
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import EventSourceResponse
 
 from teamgraph.errors import RunConflict
 from teamgraph.server.deps import Claims, CurrentUser, Db, ReadSession, State
@@ -21,6 +21,7 @@ from teamgraph.server.schemas import (
     RunResume,
     RunSummary,
 )
+from teamgraph.server.sse import frame
 from teamgraph.storage.models import RunRow
 
 MAX_SEQ = 2**31 - 1  # event seqs are 32-bit integers in the database
@@ -118,9 +119,7 @@ async def run_events(
 
     async def stream() -> AsyncIterator[bytes]:
         async for batch in manager.batches(run_id, after):  # what was ready: one write
-            yield b"".join(
-                ServerSentEvent(data=e.encoded, event=e.type, id=str(e.seq)).encode() for e in batch
-            )
+            yield "".join([frame(e.type, e.encoded, e.seq) for e in batch]).encode()
 
     return EventSourceResponse(stream())
 
