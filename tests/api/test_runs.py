@@ -398,9 +398,9 @@ class HeldWrites:
         self.free = asyncio.Event()
         self.free.set()
 
-    async def append(self, events: Any) -> None:
+    async def append(self, events: Any, *also: Any) -> None:
         await self.free.wait()
-        await self.store.append(events)
+        await self.store.append(events, *also)
 
 
 async def test_readers_get_unstored_events_from_memory_and_older_ones_from_the_database(
@@ -475,6 +475,9 @@ async def test_a_run_is_accepted_in_one_write_and_streams_before_its_events_are_
     assert events[-1]["event"] == "run_completed"
     assert [e["id"] for e in events] == list(range(1, len(events) + 1))
     assert [e.seq async for e in _stored(backend.runs, run_id, 0)] == [e["id"] for e in events]
+    output = events[-1]["data"]["output"]
+    assert output and await messages(app, sid) == [("user", REQUEST), ("assistant", output)]
+    assert transactions[-1][:2] == ["events", "messages"]  # the answer with the last events
 
 
 def _stored(store: Any, run_id: str, after: int) -> Any:

@@ -13,6 +13,7 @@ from typing import cast
 from teamgraph.events import BaseEvent, Event
 from teamgraph.faults import point
 from teamgraph.status import END_EVENTS, EXECUTING, PAUSE_EVENTS
+from teamgraph.storage.direct import Statement
 from teamgraph.storage.notify import EVENTS, Notifications
 from teamgraph.storage.run_store import RunStore
 
@@ -36,7 +37,8 @@ class EventLog:
     The :class:`EventWriter` stores them in the background, in seq order, batched with the other
     runs' events. Every event of the run with ``seq <= floor`` is stored already (earlier
     executions, events dropped from memory); every later one of this execution is in
-    ``events``."""
+    ``events``. Statements :meth:`kept` with the events (a session's answer to the run) are
+    written in the transaction of the next batch."""
 
     KEEP = 2000  # stored events kept in memory for readers
 
@@ -46,6 +48,7 @@ class EventLog:
         self.events: list[BaseEvent] = []  # in seq order, all above ``floor``
         self.stored = 0  # how many of ``events`` are stored (or failed to be)
         self.subscribers: set[Subscriber] = set()
+        self.also: list[Statement] = []  # for the next batch's transaction
         self.synced = asyncio.Event()  # set while every event is stored
         self.synced.set()
         self.closed = self.finished = False
@@ -56,6 +59,17 @@ class EventLog:
         self.writer.dirty(self, urgent=False)
         for queue in self.subscribers:
             queue.put_nowait(event)
+
+    def keep(self, statement: Statement) -> None:
+        """Write ``statement`` with the next batch of events (before :meth:`close` returns)."""
+        self.also.append(statement)
+        self.synced.clear()
+        self.writer.dirty(self, urgent=False)
+
+    def taken(self) -> list[Statement]:
+        """The statements to write with this batch (handed over once)."""
+        also, self.also = self.also, []
+        return also
 
     def subscribe(self) -> tuple[Subscriber, list[BaseEvent], int]:
         """A queue of the events to come, the events in memory and the floor below them."""
@@ -70,7 +84,7 @@ class EventLog:
 
     def mark_stored(self, count: int) -> None:
         self.stored += count
-        if self.stored == len(self.events):
+        if self.stored == len(self.events) and not self.also:
             self.synced.set()
         drop = self.stored - self.KEEP  # only stored events leave memory
         if drop > 0:
@@ -125,9 +139,10 @@ class EventWriter:
                     await asyncio.wait_for(self.urgent.wait(), FLUSH_INTERVAL)
             self.urgent.clear()
             batch = [(item, item.unstored()) for item in self.logs]
+            also = [statement for item in self.logs for statement in item.taken()]
             self.logs = {}
             try:
-                await self.store.append([e for _, events in batch for e in events])
+                await self.store.append([e for _, events in batch for e in events], *also)
                 point("events.stored")
             except Exception:  # the runs go on; their live subscribers still get every event
                 log.exception("could not store %d events", sum(len(e) for _, e in batch))

@@ -57,7 +57,6 @@ class _Live:
     started: asyncio.Task[None] | None = None  # storing a resumed run's answer
     ended: bool = False  # it emitted its end or its pause
     last_seq: int = 0
-    output: str = ""
 
     def enter(self, phase: Phase) -> None:
         if phase not in NEXT[self.phase]:
@@ -251,8 +250,6 @@ class RunManager:
                 row = await self.state.backend.runs.get(live.run_id)
                 if row.status in OPEN:
                     await self.state.backend.runs.cancel_stored(row.id, "cancelled", live.last_seq)
-            if live.output:
-                await self._message(live, "assistant", live.output)
         except Exception:
             log.exception("could not close run %s cleanly", live.run_id)
         finally:
@@ -272,8 +269,8 @@ class RunManager:
             return
         live.last_seq = event.seq
         live.ended = live.ended or rl.kind(event) in rl.STOPS
-        if isinstance(event, RunCompleted):
-            live.output = event.output
+        if isinstance(event, RunCompleted) and event.output:  # the session's answer
+            live.log.keep(repo.message(live.session_id, "assistant", event.output, live.run_id))
         if live.started is None and not live.ready.done():  # its first event
             if live.message:  # a resumed run: store the answer first
                 live.started = asyncio.get_running_loop().create_task(self._started(live))

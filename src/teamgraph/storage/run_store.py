@@ -101,7 +101,7 @@ class RunStore(Protocol):
     async def count_by_status(self) -> dict[str, int]: ...
 
     # --- events and seqs
-    async def append(self, events: Sequence[BaseEvent]) -> None: ...
+    async def append(self, events: Sequence[BaseEvent], *also: Statement) -> None: ...
     def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]: ...
     def seqs(self, run_id: str, start: int, reserved: int) -> SeqBlock: ...
     async def cancel_stored(self, run_id: str, reason: str, after_seq: int = 0) -> None: ...
@@ -206,11 +206,11 @@ class SqlRunStore:
         return {str(status): int(count) for status, count in rows}
 
     # --- events and seqs ---------------------------------------------------------------------
-    async def append(self, events: Sequence[BaseEvent]) -> None:
-        """Store events (of any runs) in one transaction."""
+    async def append(self, events: Sequence[BaseEvent], *also: Statement) -> None:
+        """Store events (of any runs) in one transaction, with ``also``."""
         events = self._kept(events)
-        if events:
-            await self.direct.run([(insert(EventRow), _rows(events))])
+        if events or also:
+            await self.direct.run([*_inserted(events), *also])
 
     def _kept(self, events: Sequence[BaseEvent]) -> Sequence[BaseEvent]:
         """``events`` but those of runs this process gave up (:meth:`abandon`): another worker
@@ -337,19 +337,24 @@ class PostgresRunStore(SqlRunStore):
     of events notifies ``tg_events`` (per run, its last seq) and a cancel request notifies
     ``tg_control`` — in the transaction that stores them."""
 
-    async def append(self, events: Sequence[BaseEvent]) -> None:
+    async def append(self, events: Sequence[BaseEvent], *also: Statement) -> None:
         events = self._kept(events)
-        if not events:
+        if not events and not also:
             return
         last: dict[str, int] = {}
         for event in events:
             last[event.run_id] = max(last.get(event.run_id, 0), event.seq)
         notes = [notify_statement(EVENTS, f"{run}:{seq}") for run, seq in last.items()]
-        await self.direct.run([(insert(EventRow), _rows(events)), *notes])
+        await self.direct.run([*_inserted(events), *also, *notes])
 
     async def request_cancel(self, run_id: str) -> None:
         statement = update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True)
         await self.direct.run([(statement, None), notify_statement(CONTROL, f"cancel:{run_id}")])
+
+
+def _inserted(events: Sequence[BaseEvent]) -> list[Statement]:
+    """The insert of ``events`` (none for none)."""
+    return [(insert(EventRow), _rows(events))] if events else []
 
 
 def _rows(events: Sequence[BaseEvent]) -> list[dict[str, Any]]:
