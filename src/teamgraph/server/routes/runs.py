@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 from contextlib import suppress
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query, status
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
 from sse_starlette import EventSourceResponse
 
 from teamgraph.errors import RunConflict
-from teamgraph.server.deps import Claims, CurrentUser, Db, ReadSession, State
+from teamgraph.server.deps import Claims, CurrentUser, Db, ReadSession, State, state_of
 from teamgraph.server.runs import RunManager
 from teamgraph.server.schemas import (
     PendingItem,
@@ -59,9 +59,10 @@ def _summary(row: RunRow) -> dict[str, Any]:
 @router.post(
     "/sessions/{session_id}/runs", response_model=RunAccepted, status_code=status.HTTP_202_ACCEPTED
 )
-async def start_run(session: ReadSession, body: RunCreate, manager: Manager) -> RunAccepted:
+async def start_run(session: ReadSession, body: RunCreate, request: Request) -> RunAccepted:
     """Start a run of the session's team on the session's thread; follow it on ``events``. The
     answer comes once the run is stored and its first event (``run_started``) can be read."""
+    manager = state_of(request).runs
     run_id = await manager.start(  # a RunConflict answers 409 (server.errors)
         session.user_id, session, session.team, body.input, body.template or session.template
     )
@@ -93,8 +94,7 @@ async def get_run(run: OwnedRun, manager: Manager) -> RunOut:
 async def run_events(
     run_id: str,
     claims: Claims,
-    manager: Manager,
-    state: State,
+    request: Request,
     after: Annotated[
         int, Query(ge=0, le=MAX_SEQ, description="Only events with a greater seq.")
     ] = 0,
@@ -105,6 +105,8 @@ async def run_events(
     wins over ``after``) resumes a stream where it broke; a finished run replays from the start.
     A run executing in this process is streamed from memory (its events are stored in batches);
     the events ready at once go out in one write."""
+    state = state_of(request)
+    manager = state.runs
     owner = manager.owner(run_id)
     if owner is None:
         await run_of(run_id, claims, state)
