@@ -12,6 +12,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing, nullcontext, suppress
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
@@ -167,6 +168,11 @@ class Runner:
             async for event in events:
                 yield event
 
+    @cached_property
+    def _team_json(self) -> dict[str, Any]:
+        """The team's spec as every run's row keeps it (dumped once: ≈ 30 µs a run)."""
+        return self.team.model_dump(mode="json")
+
     def run_row(
         self,
         request: str,
@@ -182,7 +188,7 @@ class Runner:
             "id": run_id,
             "thread_id": thread_id,
             "team_name": self.team.name,
-            "team_spec": self.team.model_dump(mode="json"),
+            "team_spec": self._team_json,
             "pattern": self.team.pattern,
             "input": request,
             "template": template,
