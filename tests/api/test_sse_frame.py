@@ -20,7 +20,8 @@ def _parse(stream: str) -> list[dict[str, str]]:
             fields = {}
             continue
         name, _, value = line.partition(":")
-        fields[name] = fields.get(name, "") + value.removeprefix(" ")
+        value = value.removeprefix(" ")
+        fields[name] = f"{fields[name]}\n{value}" if name == "data" and name in fields else value
     return events
 
 

@@ -83,7 +83,7 @@ class RunManager:
         if team is None:
             raise RunConflict(f"team {team_name!r} is not served any more")
         if self._runners.get(team_name, (None,))[0] is not team:
-            hooks = (self, self.state.metrics)  # every event: the run's log, the metrics
+            hooks = (self, self.state.metrics)  # every event: the live run's state, the metrics
             runner = Runner(
                 team.spec,
                 self.state.backend,
@@ -108,7 +108,8 @@ class RunManager:
         session, the user's message and ``also``: one transaction) and its first event is
         emitted."""
         runner = self.runner(team_name)
-        live = _Live(uuid.uuid4().hex, session.id, user_id, None, True, rl.EventLog(self._writer))
+        log = rl.EventLog(self._writer)
+        live = _Live(uuid.uuid4().hex, session.id, user_id, None, True, log)
         row = runner.run_row(
             request, live.run_id, session.id, template, user_id, session_id=session.id
         )
