@@ -123,6 +123,47 @@ async def test_a_run_and_its_companions_are_stored_in_one_transaction(backend: B
     assert (await backend.runs.get("three")).id == "three"
 
 
+async def test_a_run_is_not_stored_beside_a_session_run_that_blocks_it(backend: Backend) -> None:
+    await _session(backend, "u", "s")
+    runs = backend.runs
+    await runs.create(row("paused", session_id="s", status="interrupted"))
+    said = {"session_id": "s", "role": "user", "content": "again", "run_id": "next"}
+    blocking = await runs.create(
+        row("next", session_id="s"), (insert(MessageRow), said), unless=frozenset({"interrupted"})
+    )
+    assert blocking is not None and (blocking.id, blocking.status) == ("paused", "interrupted")
+    with pytest.raises(RunNotFound):
+        await runs.get("next")  # nothing stored: neither the run nor its message
+    async with AsyncSession(backend.engine) as db:
+        assert (await db.scalars(select(MessageRow.content))).all() == []
+    await runs.update("paused", status="cancelled")
+    stored = await runs.create(
+        row("next", session_id="s"), (insert(MessageRow), said), unless=frozenset({"interrupted"})
+    )
+    assert stored is None and (await runs.get("next")).session_id == "s"
+
+
+async def test_runs_started_at_once_in_one_session_are_checked_one_after_the_other(
+    backend: Backend, tmp_path: Path
+) -> None:
+    engine_url = backend.engine.url
+    url = engine_url.set(drivername=engine_url.get_backend_name())
+    settings = Settings(
+        database_url=url.render_as_string(hide_password=False), knowledge_path=tmp_path / "k2.db"
+    )
+    async with open_backend(settings) as other:  # another process's connections
+        for n in range(8):
+            await _session(backend, f"u{n}", f"s{n}")
+            starts = [
+                store.create(row(f"{n}-{i}", session_id=f"s{n}"), unless=frozenset({"running"}))
+                for i, store in enumerate((backend.runs, other.runs))
+            ]
+            refused = await asyncio.gather(*starts)
+            assert sorted(r is None for r in refused) == [False, True]  # one stored, one refused
+            stored = await backend.runs.list(session_id=f"s{n}")
+            assert len(stored) == 1
+
+
 async def test_owned_runs_never_leak_to_other_users(backend: Backend) -> None:
     await backend.runs.create(row("mine", user_id="alice"))
     assert (await backend.runs.owned("mine", "alice")) is not None

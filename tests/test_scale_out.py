@@ -347,6 +347,21 @@ async def test_runs_queued_at_once_are_each_executed_once(cluster: Cluster, user
         assert kinds.count("run_started") == 1 and "resumed" not in kinds
 
 
+async def test_a_session_runs_one_run_at_a_time_whichever_api_starts_it(
+    cluster: Cluster, user: Client
+) -> None:
+    a, b = cluster.apis
+    first = await user.start(a)
+    url = f"{b}/api/v1/sessions/{user.session}/runs"
+    second = await user.http.post(url, json={"input": REQUEST}, headers=user.headers)
+    assert second.status_code == 409 and "running run" in second.text
+    assert await _last(user, b, first) == "run_completed"
+    runs = await user.http.get(url, headers=user.headers)
+    assert [r["run_id"] for r in runs.json()] == [first]  # the refused one stored nothing
+    third = await user.http.post(url, json={"input": REQUEST}, headers=user.headers)
+    assert third.status_code == 202  # once it has ended, the session takes the next
+
+
 async def test_sigterm_drains_a_worker_its_run_finishes(cluster: Cluster, user: Client) -> None:
     a, b = cluster.apis
     run_id = await user.start(a)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from langchain_core.tools import tool
+from sqlalchemy import Select
 
 from teamgraph.config import Settings
 from teamgraph.events import AgentMessage
@@ -390,6 +391,18 @@ def _target(statement: Any) -> str:
     return "notify" if table is None else str(table.name)
 
 
+class _Writes:
+    """A connection that notes the table each write goes to (reads pass)."""
+
+    def __init__(self, conn: Any, written: list[str]) -> None:
+        self.conn, self.written, self.dialect = conn, written, conn.dialect
+
+    def execute(self, statement: Any, parameters: Any = None) -> Any:
+        if not isinstance(statement, Select):
+            self.written.append(_target(statement))
+        return self.conn.execute(statement, parameters)
+
+
 class HeldWrites:
     """The run store's event writes, held back while ``free`` is clear: events stay unstored."""
 
@@ -448,17 +461,38 @@ async def test_a_run_is_accepted_in_one_write_and_streams_before_its_events_are_
     writes = HeldWrites(app)
     transactions: list[list[str]] = []
 
-    direct_run = backend.direct.run
+    direct_run, direct_transaction = backend.direct.run, backend.direct.transaction
 
     async def run(statements: Any) -> None:
         transactions.append([_target(statement) for statement, _ in statements])
         await direct_run(statements)
 
+    async def transaction(operation: Any) -> Any:  # the writes a transaction's function makes
+        written: list[str] = []
+        transactions.append(written)
+        return await direct_transaction(lambda conn: operation(_Writes(conn, written)))
+
     monkeypatch.setattr(manager._writer, "store", writes)  # the events' writes are held
     monkeypatch.setattr(backend.direct, "run", run)
+    monkeypatch.setattr(backend.direct, "transaction", transaction)
     slow = {"name": "slow", "model_kwargs": {"latency": 0.2}, "members": ["researcher", "writer"]}
     sid = (await make_session(client, alice, team=serve(app, slow)))["session_id"]
     writes.free.clear()
+    try:
+        await _accepted_then_streamed(client, app, alice, sid, transactions, writes)
+    finally:
+        writes.free.set()  # a failed check must not leave the run's writes held
+
+
+async def _accepted_then_streamed(
+    client: httpx.AsyncClient,
+    app: FastAPI,
+    alice: User,
+    sid: str,
+    transactions: list[list[str]],
+    writes: HeldWrites,
+) -> None:
+    backend, manager = app.state.teamgraph.backend, app.state.teamgraph.runs
     run_id = await start(client, alice, sid, REQUEST)
     assert transactions == [["runs", "messages"]]  # one transaction, before the 202
     row = await backend.runs.get(run_id)

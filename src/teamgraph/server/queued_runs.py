@@ -18,7 +18,7 @@ from teamgraph.runtime import event_log as rl
 from teamgraph.server import repositories as repo
 from teamgraph.server import tracing
 from teamgraph.server.queue import RunQueue
-from teamgraph.server.runs import RunManager
+from teamgraph.server.runs import RunManager, busy
 from teamgraph.server.state import AppState
 from teamgraph.status import EXECUTING, PAUSED, RunStatus
 from teamgraph.storage.direct import Statement
@@ -26,6 +26,7 @@ from teamgraph.storage.models import SessionRow
 from teamgraph.storage.notify import EVENTS, Notifications
 
 CANCEL_WAIT_S = 30.0  # how long a cancel waits for the worker to stop the run
+BUSY = PAUSED | EXECUTING  # a session's latest run in these: no new run in the session
 
 
 class QueuedRunManager(RunManager):
@@ -51,12 +52,14 @@ class QueuedRunManager(RunManager):
         if not request.strip():
             raise UsageError("the request is empty: say what the team should do")
         runner = self.runner(team_name)
-        await self._free(session.id)
         run_id = uuid.uuid4().hex
         row = runner.run_row(request, run_id, session.id, template, user_id, session_id=session.id)
         message = repo.message(session.id, "user", request, run_id)
         with tracing.span("run.queue", run_id, team=team_name, kind="start"):
-            await self.state.backend.runs.create({**row, "status": "pending"}, message, *also)
+            store = self.state.backend.runs
+            pending = {**row, "status": "pending"}
+            if (latest := await store.create(pending, message, *also, unless=BUSY)) is not None:
+                raise busy(latest)  # paused, queued or executing: one run at a time
             await self.queue.defer(run_id, "start", tracing.carrier())
         return run_id
 
@@ -98,13 +101,6 @@ class QueuedRunManager(RunManager):
 
     async def shutdown(self) -> None:
         """Nothing executes here: the runs go on in the workers."""
-
-    async def _free(self, session_id: str) -> None:
-        latest = await self.state.backend.runs.latest_in_session(session_id)
-        if latest is not None and latest.status in PAUSED:
-            raise RunConflict(f"run {latest.id} of this session is paused: resume or cancel it")
-        if latest is not None and latest.status in EXECUTING:
-            raise RunConflict("this session already has a running run")
 
     async def _stop_remote(self, run_id: str) -> None:
         store = self.state.backend.runs

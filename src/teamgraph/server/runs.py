@@ -64,6 +64,13 @@ class _Live:
         self.phase = phase
 
 
+def busy(latest: RunRow) -> RunConflict:
+    """Why a new run of a session is refused, given the session's latest run."""
+    if latest.status in PAUSED:
+        return RunConflict(f"run {latest.id} of this session is paused: resume or cancel it")
+    return RunConflict("this session already has a running run")
+
+
 class RunManager:
     """Starts, resumes, cancels and streams the runs of the served teams."""
 
@@ -114,9 +121,11 @@ class RunManager:
             request, live.run_id, session.id, template, user_id, session_id=session.id
         )
 
-        async def accept() -> None:  # one short transaction: the run and the user's message
+        async def accept() -> None:  # one short transaction: the check, the run, the message
             message = repo.message(session.id, "user", request, live.run_id)
-            await self.state.backend.runs.create(row, message, *also)
+            latest = await self.state.backend.runs.create(row, message, *also, unless=PAUSED)
+            if latest is not None:
+                raise busy(latest)
 
         stream = runner.stream(
             request,
@@ -204,19 +213,14 @@ class RunManager:
         events: AsyncIterator[Event],
         accept: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """Claim the session, check its latest run, store the run (``accept``), run it in the
-        background; return once its first event is out (or raise why it could not start)."""
+        """Claim the session, store the run checking the session's latest run (``accept``) or
+        check that run (a stored run), run it in the background; return once its first event
+        is out (or raise why it could not start)."""
         if any(other.session_id == live.session_id for other in self._live.values()):
             raise RunConflict("this session already has a running run")
         self._live[live.run_id] = live
         try:
-            latest = await self.state.backend.runs.latest_in_session(live.session_id)
-            if latest is not None and live.new and latest.status in PAUSED:
-                raise RunConflict(f"run {latest.id} of this session is paused: resume or cancel it")
-            if latest is not None and not live.new and latest.id != live.run_id:
-                raise RunConflict(f"a later run of this session ({latest.id}) superseded this one")
-            if accept is not None:
-                await accept()
+            await (accept() if accept is not None else self._check_latest(live))
         except BaseException:
             live.enter("closed")
             self._live.pop(live.run_id)
@@ -224,6 +228,17 @@ class RunManager:
         live.enter("executing")
         live.task = asyncio.create_task(self._run(live, events))
         await asyncio.shield(live.ready)
+
+    async def _check_latest(self, live: _Live) -> None:
+        """A stored run starts or resumes unless a later run of its session superseded it (or,
+        for a new one, the session's latest run is paused)."""
+        latest = await self.state.backend.runs.latest_in_session(live.session_id)
+        if latest is None:
+            return
+        if live.new and latest.status in PAUSED:
+            raise busy(latest)
+        if not live.new and latest.id != live.run_id:
+            raise RunConflict(f"a later run of this session ({latest.id}) superseded this one")
 
     def _stop(self, live: _Live) -> None:
         """Cancel an executing run (once; a run already closing keeps its course)."""

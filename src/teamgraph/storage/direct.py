@@ -29,7 +29,8 @@ T = TypeVar("T")
 
 
 class Direct:
-    """``run`` (one write transaction), ``first`` (an ORM object) and ``rows`` (a query's rows)."""
+    """``run`` (one write transaction), ``transaction`` (a function's statements in one),
+    ``first`` (an ORM object) and ``rows`` (a query's rows)."""
 
     def __init__(self, engine: AsyncEngine, sqlite_path: Path | None = None) -> None:
         self.engine = engine
@@ -59,6 +60,15 @@ class Direct:
                 conn.execute(statement, parameters)
 
         await self._sync(transaction)
+
+    async def transaction(self, operation: Callable[[Connection], T]) -> T:
+        """``operation``'s statements in one transaction: it reads and decides what to write on a
+        synchronous connection (on PostgreSQL through ``run_sync``); an exception rolls it all
+        back. It must not await: on SQLite it runs whole on the event loop."""
+        if self._fast is None:
+            async with self.engine.begin() as conn:
+                return await conn.run_sync(operation)
+        return await self._sync(operation)
 
     async def write(self, statement: Executable, parameters: dict[str, Any] | None = None) -> int:
         """Execute and commit one statement; the number of rows it matched."""

@@ -20,15 +20,16 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
-from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from sqlalchemy.orm import make_transient_to_detached
 
 from teamgraph.errors import LeaseLost, RunNotFound, UsageError
 from teamgraph.events import BaseEvent, Event, RunCancelled, event_from_json
 from teamgraph.status import RunStatus
 from teamgraph.storage.direct import Direct, Statement
 from teamgraph.storage.migrate import upgrade
-from teamgraph.storage.models import EventRow, RunRow, utcnow
+from teamgraph.storage.models import EventRow, RunRow, SessionRow, utcnow
 from teamgraph.storage.notify import CONTROL, EVENTS, notify_statement
 
 BLOCK = 1000  # seqs reserved in one row write
@@ -47,6 +48,10 @@ _LATEST_IN_SESSION = (
     .where(RunRow.session_id == bindparam("session_id"))
     .order_by(RunRow.created_at.desc())
     .limit(1)
+)
+# PostgreSQL: runs of one session are created one at a time, whichever process creates them
+_LOCK_SESSION = (
+    select(SessionRow.id).where(SessionRow.id == bindparam("session_id")).with_for_update()
 )
 
 
@@ -83,7 +88,9 @@ class RunStore(Protocol):
     async def setup(self) -> None: ...
 
     # --- rows
-    async def create(self, row: dict[str, Any], *also: Statement) -> None: ...
+    async def create(
+        self, row: dict[str, Any], *also: Statement, unless: frozenset[RunStatus] = frozenset()
+    ) -> RunRow | None: ...
     async def update(self, run_id: str, **fields: Any) -> None: ...
     async def get(self, run_id: str) -> RunRow: ...
     async def resolve(self, prefix: str) -> str: ...
@@ -133,10 +140,34 @@ class SqlRunStore:
         await upgrade(self.engine)
 
     # --- rows ------------------------------------------------------------------------------------
-    async def create(self, row: dict[str, Any], *also: Statement) -> None:
+    async def create(
+        self, row: dict[str, Any], *also: Statement, unless: frozenset[RunStatus] = frozenset()
+    ) -> RunRow | None:
         """Store a new run's row — with ``also`` (e.g. the user's message) in one transaction.
-        Parameters go apart from the statement: a cached statement."""
-        await self.direct.run([(insert(RunRow), row), *also])
+        ``unless``: the latest run of the row's session must not stand in one of these statuses;
+        when it does, nothing is stored and that run is returned. The check is made in the
+        transaction that stores the run, on PostgreSQL with the session's row locked: runs
+        started at once in one session, from two API processes too, are checked one after the
+        other. Parameters go apart from the statement: a cached statement."""
+        statements = [(insert(RunRow), row), *also]
+        if not unless:
+            await self.direct.run(statements)
+            return None
+
+        def create_unless(conn: Connection) -> RunRow | None:
+            session = {"session_id": row["session_id"]}
+            if conn.dialect.name == "postgresql":
+                conn.execute(_LOCK_SESSION, session)
+            latest = conn.execute(_LATEST_IN_SESSION, session).first()
+            if latest is not None and latest.status in unless:
+                found = RunRow(**latest._mapping)
+                make_transient_to_detached(found)
+                return found
+            for statement, parameters in statements:
+                conn.execute(statement, parameters)
+            return None
+
+        return await self.direct.transaction(create_unless)
 
     async def update(self, run_id: str, **fields: Any) -> None:
         """Set fields of a run's row; a fenced run's (:meth:`fence`) only while this process
