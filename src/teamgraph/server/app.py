@@ -61,7 +61,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_error_handlers(app)
     ops.install(app, settings)  # ops: rate limits, body limit, CORS, request ids, /health, /metrics
-    routers = (auth.router, teams.router, runs.router, sessions.router, chatbot.router)
+    # routes are matched in order, one by one: the runs' routes (every run's two requests) first
+    routers = (runs.router, auth.router, teams.router, sessions.router, chatbot.router)
     for router in (
         *routers,
         unified.router,
