@@ -59,10 +59,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Run durable, streamed, cost-tracked teams of AI agents.",
         lifespan=lifespan,
     )
+    docs = list(app.router.routes)  # FastAPI's own: /openapi.json, /docs, /redoc, their assets
+    app.include_router(runs.router)
     install_error_handlers(app)
     ops.install(app, settings)  # ops: rate limits, body limit, CORS, request ids, /health, /metrics
-    # routes are matched in order, one by one: the runs' routes (every run's two requests) first
-    routers = (runs.router, auth.router, teams.router, sessions.router, chatbot.router)
+    routers = (auth.router, teams.router, sessions.router, chatbot.router)
     for router in (
         *routers,
         unified.router,
@@ -75,6 +76,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         agent_protocol.router,
     ):
         app.include_router(router)
+    # a request is matched against the routes one by one, in order: the runs' routes (every
+    # run's two requests) first, FastAPI's docs after the API's (all paths are distinct)
+    app.router.routes[:] = [route for route in app.router.routes if route not in docs] + docs
     web.install(app)  # the web workspace at /
     return app
 
