@@ -27,7 +27,7 @@ adds to a run. Target (issue 17): ≤ 1 ms.
 
 The other two differences are printed too. ``measured apart`` (API − in-process − floor) also
 charges the HTTP layer with what a run and an HTTP exchange cost more together in one process
-than apart (caches, the event loop, the garbage collector: ≈ 0.3 ms a run here, with no
+than apart (caches, the event loop, the garbage collector: 0.1–0.4 ms a run here, with no
 teamgraph code in the HTTP part). ``stream after`` sends no event while the run executes.
 
 Run ``python benchmarks/http_floor.py`` (≈ 2 minutes) or ``--quick``.
