@@ -31,6 +31,7 @@ from teamgraph.server.deps import CurrentUser, Db, State
 from teamgraph.server.errors import OpenAIError
 from teamgraph.server.progress import Telling
 from teamgraph.server.schemas import no_nul
+from teamgraph.server.sse import one_line
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import Opened, chat_turn, open_turn, remember_pause
 from teamgraph.status import PAUSED
@@ -175,7 +176,7 @@ class _Chunker:
         }
 
     def _line(self, **fields: Any) -> str:
-        return f"data: {json.dumps({**self.base, **fields}, ensure_ascii=False)}\n\n"
+        return f"data: {one_line(json.dumps({**self.base, **fields}, ensure_ascii=False))}\n\n"
 
     def delta(self, delta: dict[str, Any]) -> str:
         return self._line(choices=[{"index": 0, "delta": delta, "finish_reason": None}])
