@@ -208,3 +208,16 @@ def test_the_docs_python_client_runs(
     printed = capsys.readouterr().out
     assert "[STEP_STARTED] research_cost" in printed and "[RUN_FINISHED]" in printed
     assert "PostgreSQL" in printed
+
+
+def test_a_frame_is_one_line_for_line_readers_that_split_at_u2028() -> None:
+    from ag_ui.core import TextMessageContentEvent
+    from ag_ui.encoder import EventEncoder
+
+    from teamgraph.server.routes.agui import _frame
+
+    text = "first\u2028second\u2029third\x85end"
+    event = TextMessageContentEvent(message_id="m1", delta=text)
+    lines = _frame(EventEncoder(), event).splitlines()  # as httpx's aiter_lines splits
+    assert lines[1:] == [""] and lines[0].startswith("data: ")  # one data line, then the end
+    assert json.loads(lines[0].removeprefix("data: "))["delta"] == text

@@ -25,6 +25,7 @@ from teamgraph.errors import UsageError
 from teamgraph.server import repositories as repo
 from teamgraph.server.agui_events import Translation, clarification_id
 from teamgraph.server.deps import CurrentUser, Db, State
+from teamgraph.server.sse import one_line
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import Opened, open_turn, paused_run
 from teamgraph.storage.models import SessionRow
@@ -106,13 +107,18 @@ async def _resume(state: AppState, session: SessionRow, entries: list[ResumeEntr
     return Opened(paused.id, paused.team_name, paused.last_seq)
 
 
+def _frame(encoder: EventEncoder, event: BaseEvent) -> str:
+    """The AG-UI encoder's frame, one line for every line reader (see ``server.sse``)."""
+    return one_line(encoder.encode(event))
+
+
 async def _stream(
     state: AppState, body: RunAgentInput, opened: Opened, encoder: EventEncoder
 ) -> AsyncIterator[str]:
     pattern = state.teams[opened.team].spec.pattern
     told = Translation(body.thread_id, body.run_id, pattern, teamgraph_run=opened.run_id)
     for out in told.start():
-        yield encoder.encode(out)
+        yield _frame(encoder, out)
     try:
         if opened.notice:  # the thread's run waits for decisions made elsewhere: say which
             pending = await state.runs.runner(opened.team).pending(opened.run_id)
@@ -120,11 +126,11 @@ async def _stream(
         else:
             async for event in state.runs.events(opened.run_id, opened.after_seq):
                 for out in told.events(event):
-                    yield encoder.encode(out)
+                    yield _frame(encoder, out)
         result = await state.runs.runner(opened.team).result(opened.run_id)
         ending: list[BaseEvent] = told.finish(result.status, result.error, result.usage)
     except Exception as exc:  # the stream has begun: the protocol's way to fail is RUN_ERROR
         log.exception("AG-UI stream of run %s failed", opened.run_id)
         ending = [RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="internal_error")]
     for out in ending:
-        yield encoder.encode(out)
+        yield _frame(encoder, out)
