@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
+from contextlib import suppress
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import Connection, bindparam, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,7 +19,7 @@ from teamgraph import Settings
 from teamgraph.errors import LeaseLost, RunNotFound, UsageError
 from teamgraph.events import AgentMessage, RunCancelled
 from teamgraph.runtime.backend import Backend, open_backend
-from teamgraph.storage.models import MessageRow, SessionRow, UserRow, utcnow
+from teamgraph.storage.models import MessageRow, RunRow, SessionRow, UserRow, utcnow
 from teamgraph.storage.run_store import BLOCK, PAGE, RunStore
 
 from .helpers import waits_for_the_lock_without_blocking
@@ -164,6 +166,31 @@ async def test_runs_started_at_once_in_one_session_are_checked_one_after_the_oth
             assert len(stored) == 1
 
 
+async def test_no_other_writer_lands_between_what_a_sqlite_transaction_reads_and_writes(
+    tmp_path: Path,
+) -> None:
+    """``Direct.transaction`` decides its writes on what it read: on SQLite another connection
+    (another process) must not commit in between — it waits, or the transaction reads again."""
+    async with open_backend(Settings(database_url=f"sqlite:///{tmp_path}/r.db")) as backend:
+        await backend.runs.create(row("first"))
+        other = sqlite3.connect(tmp_path / "r.db", timeout=0, isolation_level=None)
+        seen: list[int] = []
+
+        def count_then_write(conn: Connection) -> None:
+            seen.append(conn.execute(select(func.count()).select_from(RunRow)).scalar_one())
+            if len(seen) == 1:  # another process writes once, just after the first read
+                with suppress(sqlite3.OperationalError):  # "database is locked": it waits
+                    other.execute("UPDATE runs SET input = 'changed' WHERE id = 'first'")
+            conn.execute(insert(RunRow), row(f"after-{seen[-1]}"))
+
+        await backend.direct.transaction(count_then_write)
+        other.close()
+        stored = await backend.runs.list()
+        changed = (await backend.runs.get("first")).input == "changed"
+        assert not changed or len(seen) == 2  # a write landed only if the decision was re-read
+        assert f"after-{len(stored) - 1}" in {r.id for r in stored}
+
+
 async def test_owned_runs_never_leak_to_other_users(backend: Backend) -> None:
     await backend.runs.create(row("mine", user_id="alice"))
     assert (await backend.runs.owned("mine", "alice")) is not None
@@ -252,6 +279,10 @@ async def test_sqlite_writes_never_block_the_event_loop(tmp_path: Path) -> None:
         appending = backend.runs.append([message("two", 1)])
         await waits_for_the_lock_without_blocking(tmp_path / "r.db", appending)
         assert await collect(backend.runs, "two") == [1]
+        await _session(backend, "u", "s")
+        checked = backend.runs.create(row("three", session_id="s"), unless=frozenset({"running"}))
+        await waits_for_the_lock_without_blocking(tmp_path / "r.db", checked)
+        assert (await backend.runs.get("three")).session_id == "s"
         await asyncio.sleep(0)
 
 

@@ -64,11 +64,21 @@ class Direct:
     async def transaction(self, operation: Callable[[Connection], T]) -> T:
         """``operation``'s statements in one transaction: it reads and decides what to write on a
         synchronous connection (on PostgreSQL through ``run_sync``); an exception rolls it all
-        back. It must not await: on SQLite it runs whole on the event loop."""
+        back. It must not await: on SQLite it runs whole on the event loop.
+
+        On SQLite the transaction takes the write lock before its first read (``BEGIN
+        IMMEDIATE``; the driver would begin only at the first write), so what it read stands
+        until it commits, for other processes too. On PostgreSQL (read committed) lock the rows
+        the decision rests on (``SELECT … FOR UPDATE``)."""
         if self._fast is None:
             async with self.engine.begin() as conn:
                 return await conn.run_sync(operation)
-        return await self._sync(operation)
+
+        def locked(conn: Connection) -> T:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            return operation(conn)
+
+        return await self._sync(locked)
 
     async def write(self, statement: Executable, parameters: dict[str, Any] | None = None) -> int:
         """Execute and commit one statement; the number of rows it matched."""
