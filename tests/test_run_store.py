@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, bindparam, func, insert, select
+from sqlalchemy import Connection, bindparam, func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -271,6 +271,21 @@ async def test_a_stored_run_is_cancelled_above_every_seq_it_used(backend: Backen
     assert [(e.seq, e.type) for e in events] == [(56, "run_cancelled")]
 
 
+async def test_a_stored_run_is_cancelled_whole_or_not_at_all(tmp_path: Path) -> None:
+    async with open_backend(Settings(database_url=f"sqlite:///{tmp_path}/r.db")) as backend:
+        runs = backend.runs
+        await runs.create(row("paused", status="interrupted"))
+        refuse = (
+            "CREATE TRIGGER refuse BEFORE UPDATE OF status ON runs"
+            " BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+        await backend.direct.write(text(refuse))
+        with pytest.raises(IntegrityError, match="refused"):
+            await runs.cancel_stored("paused", "closed by the user")
+        assert [event async for event in runs.events("paused")] == []  # no event without its status
+        assert (await runs.get("paused")).status == "interrupted"
+
+
 async def test_sqlite_writes_never_block_the_event_loop(tmp_path: Path) -> None:
     async with open_backend(Settings(database_url=f"sqlite:///{tmp_path}/r.db")) as backend:
         creating = backend.runs.create(row("two"))
@@ -336,7 +351,10 @@ async def test_a_worker_that_lost_its_lease_writes_nothing_more(backend: Backend
     assert await runs.take_lease("r", "new-worker", ttl_s=30) == old + 1
     with pytest.raises(LeaseLost):
         await runs.update("r", status="cancelled")
+    with pytest.raises(LeaseLost):
+        await runs.cancel_stored("r", "cancelled")  # neither its status nor its event
     assert (await runs.get("r")).status == "running"
+    assert [e async for e in runs.events("r")] == []
     runs.abandon("r")  # given up: its events are dropped, the new worker's seqs are its own
     await runs.append([RunCancelled(run_id="r", seq=5, path=["t"], reason="x")])
     runs.unfence("r")

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
-from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
+from sqlalchemy import Connection, Executable, bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.orm import make_transient_to_detached
 
@@ -172,15 +172,22 @@ class SqlRunStore:
     async def update(self, run_id: str, **fields: Any) -> None:
         """Set fields of a run's row; a fenced run's (:meth:`fence`) only while this process
         still holds its lease (:class:`LeaseLost` otherwise: another worker took it over)."""
+        statement, parameters = self._update(run_id, fields)
+        if await self.direct.write(statement, parameters) == 0:
+            raise self._not_updated(run_id)
+
+    def _update(self, run_id: str, fields: dict[str, Any]) -> tuple[Executable, dict[str, Any]]:
+        """The statement setting ``fields`` of the run's row (fenced while under a lease)."""
         parameters = {**fields, "updated_at": utcnow(), "run_id_": run_id}  # SET: the fields
         fence = self._fences.get(run_id)
         if fence is None:
-            if await self.direct.write(_UPDATE, parameters) == 0:
-                raise RunNotFound(f"no run with id {run_id!r}")
-            return
-        parameters.update(owner_=fence[0], epoch_=fence[1])
-        if await self.direct.write(_FENCED, parameters) == 0:
-            raise LeaseLost(f"run {run_id} was taken over by another worker")
+            return _UPDATE, parameters
+        return _FENCED, {**parameters, "owner_": fence[0], "epoch_": fence[1]}
+
+    def _not_updated(self, run_id: str) -> Exception:
+        if run_id in self._fences:
+            return LeaseLost(f"run {run_id} was taken over by another worker")
+        return RunNotFound(f"no run with id {run_id!r}")
 
     async def get(self, run_id: str) -> RunRow:
         row = await self.direct.first(_RUN, run_id=run_id)
@@ -239,9 +246,13 @@ class SqlRunStore:
     # --- events and seqs ---------------------------------------------------------------------
     async def append(self, events: Sequence[BaseEvent], *also: Statement) -> None:
         """Store events (of any runs) in one transaction, with ``also``."""
-        events = self._kept(events)
-        if events or also:
-            await self.direct.run([*_inserted(events), *also])
+        statements = self._stored(events, *also)
+        if statements:
+            await self.direct.run(statements)
+
+    def _stored(self, events: Sequence[BaseEvent], *also: Statement) -> Sequence[Statement]:
+        """The statements that store ``events`` (those this process still writes) with ``also``."""
+        return [*_inserted(self._kept(events)), *also]
 
     def _kept(self, events: Sequence[BaseEvent]) -> Sequence[BaseEvent]:
         """``events`` but those of runs this process gave up (:meth:`abandon`): another worker
@@ -272,15 +283,21 @@ class SqlRunStore:
 
     async def cancel_stored(self, run_id: str, reason: str, after_seq: int = 0) -> None:
         """End a run that is not executing: log ``run_cancelled`` (above every seq it used) and
-        set its status ``cancelled``."""
+        set its status ``cancelled``, in one transaction."""
         row = await self.get(run_id)
         seq = max(row.last_seq, after_seq) + 1
-        await self.append(
-            [RunCancelled(run_id=row.id, seq=seq, path=[row.team_name], reason=reason)]
-        )
-        await self.update(
-            row.id, status="cancelled", error="cancelled", last_seq=seq, finished_at=utcnow()
-        )
+        ended = {"status": "cancelled", "error": "cancelled", "last_seq": seq}
+        statement, parameters = self._update(row.id, {**ended, "finished_at": utcnow()})
+        event = RunCancelled(run_id=row.id, seq=seq, path=[row.team_name], reason=reason)
+        stored = self._stored([event])
+
+        def cancel(conn: Connection) -> None:
+            if conn.execute(statement, parameters).rowcount == 0:
+                raise self._not_updated(row.id)  # and the event is not stored either
+            for insert_, values in stored:
+                conn.execute(insert_, values)
+
+        await self.direct.transaction(cancel)
 
     # --- leases -----------------------------------------------------------------------------------
     async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> int | None:
@@ -368,15 +385,13 @@ class PostgresRunStore(SqlRunStore):
     of events notifies ``tg_events`` (per run, its last seq) and a cancel request notifies
     ``tg_control`` — in the transaction that stores them."""
 
-    async def append(self, events: Sequence[BaseEvent], *also: Statement) -> None:
+    def _stored(self, events: Sequence[BaseEvent], *also: Statement) -> Sequence[Statement]:
         events = self._kept(events)
-        if not events and not also:
-            return
         last: dict[str, int] = {}
         for event in events:
             last[event.run_id] = max(last.get(event.run_id, 0), event.seq)
         notes = [notify_statement(EVENTS, f"{run}:{seq}") for run, seq in last.items()]
-        await self.direct.run([*_inserted(events), *also, *notes])
+        return [*_inserted(events), *also, *notes]
 
     async def request_cancel(self, run_id: str) -> None:
         statement = update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True)
