@@ -196,7 +196,7 @@ class Target:
         """Start the server; ``jobs``: how many runs may execute at once (default: its own)."""
         raise NotImplementedError
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         raise NotImplementedError
 
     async def thread(self, slow: bool = False) -> Thread:
@@ -280,7 +280,8 @@ class Teamgraph(Target):
         self.http = httpx.AsyncClient(base_url=self.url, timeout=60)
         self.api = await Api.login(self.http)
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
+        await self.http.aclose()
         self.server.stop()
 
     async def thread(self, slow: bool = False) -> Thread:
@@ -356,7 +357,7 @@ class Peer(Target):
         self.pid = self.process.pid
         await wait_healthy(self.process, f"{self.url}/ok", self.log, 120)
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         stop_process(self.process)
 
     async def thread(self, slow: bool = False) -> Thread:
@@ -568,7 +569,7 @@ async def turns(targets: list[Target], args: argparse.Namespace) -> list[dict[st
     finally:
         for target in targets:
             if target.pid:
-                target.stop()
+                await target.stop()
 
 
 async def measure(target: Target, args: argparse.Namespace) -> dict[str, float]:
@@ -586,7 +587,7 @@ async def measure(target: Target, args: argparse.Namespace) -> dict[str, float]:
         figures["TTFE p50, burst (ms)"] = percentile(ttfe, 50)
         figures["TTFE p99, burst (ms)"] = percentile(ttfe, 99)
     finally:
-        target.stop()
+        await target.stop()
     await target.start(jobs=args.clients + CONCURRENCY)
     try:
         await throughput(target, CONCURRENCY)  # warm-up
@@ -594,7 +595,7 @@ async def measure(target: Target, args: argparse.Namespace) -> dict[str, float]:
         figures["TTFE p50, beside open streams (ms)"] = percentile(timings, 50)
         figures["TTFE p99, beside open streams (ms)"] = percentile(timings, 99)
     finally:
-        target.stop()
+        await target.stop()
     print(f"{target.name}: {json.dumps({k: round(v, 2) for k, v in figures.items()})}")
     return figures
 
