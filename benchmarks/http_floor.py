@@ -200,7 +200,7 @@ class Floor(Teamgraph):
         self.pid = self.process.pid
         await wait_healthy(self.process, f"{self.url}/health", log, 60)
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         stop_process(self.process)
 
     async def thread(self, slow: bool = False) -> Thread:
@@ -296,7 +296,7 @@ async def benchmark(runs: int, rounds: int) -> int:
                     figures.append((*measured, await measure(runs)))
         finally:
             for server in (ours, *floors):
-                server.stop()
+                await server.stop()
     report(figures, len(events), runs)
     return 0
 

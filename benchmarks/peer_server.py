@@ -268,6 +268,7 @@ class Teamgraph(Target):
     def __init__(self, root: Path, teams: Path) -> None:
         self.root, self.teams = root, teams
         self.api: Api | None = None
+        self.http: httpx.AsyncClient | None = None
 
     async def start(self, jobs: int | None = None) -> None:
         home = Path(tempfile.mkdtemp(prefix="teamgraph-", dir=self.root))  # a fresh database
@@ -281,7 +282,8 @@ class Teamgraph(Target):
         self.api = await Api.login(self.http)
 
     async def stop(self) -> None:
-        await self.http.aclose()
+        if self.http is not None:
+            await self.http.aclose()
         self.server.stop()
 
     async def thread(self, slow: bool = False) -> Thread:
