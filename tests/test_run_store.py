@@ -170,7 +170,8 @@ async def test_no_other_writer_lands_between_what_a_sqlite_transaction_reads_and
     tmp_path: Path,
 ) -> None:
     """``Direct.transaction`` decides its writes on what it read: on SQLite another connection
-    (another process) must not commit in between — it waits, or the transaction reads again."""
+    (another process) must not commit in between: it is kept out until the transaction commits,
+    or the transaction reads again."""
     async with open_backend(Settings(database_url=f"sqlite:///{tmp_path}/r.db")) as backend:
         await backend.runs.create(row("first"))
         other = sqlite3.connect(tmp_path / "r.db", timeout=0, isolation_level=None)
@@ -179,7 +180,7 @@ async def test_no_other_writer_lands_between_what_a_sqlite_transaction_reads_and
         def count_then_write(conn: Connection) -> None:
             seen.append(conn.execute(select(func.count()).select_from(RunRow)).scalar_one())
             if len(seen) == 1:  # another process writes once, just after the first read
-                with suppress(sqlite3.OperationalError):  # "database is locked": it waits
+                with suppress(sqlite3.OperationalError):  # "locked": a process would wait
                     other.execute("UPDATE runs SET input = 'changed' WHERE id = 'first'")
             conn.execute(insert(RunRow), row(f"after-{seen[-1]}"))
 
