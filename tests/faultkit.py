@@ -25,9 +25,9 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
 from teamgraph import Plan, Team, faults
 from teamgraph.config import Settings
+from teamgraph.durable import Journal
 from teamgraph.errors import RunNotFound
 from teamgraph.events import RunCompleted
-from teamgraph.journal import Journal
 from teamgraph.llm.offline import OfflineChatModel
 from teamgraph.testing import current_brief
 
@@ -166,7 +166,7 @@ async def inspect(case: Case) -> None:
 
 
 async def _inspect(case: Case, runner: Any) -> None:
-    entries = await Journal(runner.ledger).model_entries(case.run_id)
+    entries = await Journal(runner.backend.journal).model_entries(case.run_id)
     steps = await runner.ledger.load(case.run_id)
     done = sorted(s for s, record in steps.items() if record.status == "done")
     state = {"journaled": len(entries), "recorded_steps": done}

@@ -1,4 +1,4 @@
-"""The SQLite checkpointer's loop path writes what aiosqlite would, and never blocks the loop."""
+"""The SQLite checkpointer writes what LangGraph's own savers read, and never blocks the loop."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from teamgraph.runtime.checkpointer import LoopSqliteSaver
+from teamgraph.storage.checkpoints import SqliteCheckpointer
 
 from .helpers import waits_for_the_lock_without_blocking
 
@@ -18,13 +18,10 @@ CONFIG: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
 
 
 @pytest.fixture
-async def saver(tmp_path: Path) -> AsyncIterator[LoopSqliteSaver]:
-    async with LoopSqliteSaver.from_conn_string(str(tmp_path / "c.db")) as saver:
-        assert isinstance(saver, LoopSqliteSaver)
-        await saver.setup()
-        saver.open_fast_path(tmp_path / "c.db")
-        yield saver
-        saver.close_fast_path()
+async def saver(tmp_path: Path) -> AsyncIterator[SqliteCheckpointer]:
+    saver = SqliteCheckpointer(tmp_path / "c.db")
+    yield saver
+    saver.close()
 
 
 async def _read_back(path: Path) -> Any:
@@ -33,7 +30,7 @@ async def _read_back(path: Path) -> Any:
 
 
 async def test_a_checkpoint_and_its_writes_read_back_through_aiosqlite(
-    saver: LoopSqliteSaver, tmp_path: Path
+    saver: SqliteCheckpointer, tmp_path: Path
 ) -> None:
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"request": "hello", "steps": {"a": {"output": "x"}}}
@@ -48,7 +45,7 @@ async def test_a_checkpoint_and_its_writes_read_back_through_aiosqlite(
 
 
 async def test_a_locked_database_never_blocks_the_event_loop(
-    saver: LoopSqliteSaver, tmp_path: Path
+    saver: SqliteCheckpointer, tmp_path: Path
 ) -> None:
     checkpoint = empty_checkpoint()
     saving = saver.aput(CONFIG, checkpoint, {"step": 0}, {})

@@ -4,8 +4,9 @@ from pathlib import Path
 from typing import Any
 
 from teamgraph import Plan, Step
-from teamgraph.ledger import SqliteLedger, StepRecord
+from teamgraph.durable import StepRecord
 from teamgraph.runtime.team import Team
+from teamgraph.storage.run_records import SqliteRecords
 from teamgraph.testing import FunctionChatModel
 
 from .helpers import task_of, team_dict, waits_for_the_lock_without_blocking
@@ -16,21 +17,25 @@ def _record(step_id: str, task: str = "t", output: str = "out") -> StepRecord:
 
 
 async def test_saved_records_survive_reopening(tmp_path: Path) -> None:
-    ledger = SqliteLedger(tmp_path / "l.db")
-    await ledger.save("run", _record("a"))
-    await ledger.save("run", _record("a", output="newer"))
-    await ledger.save("other", _record("b"))
-    ledger.close()
-    reopened = SqliteLedger(tmp_path / "l.db")
-    assert {k: r.output for k, r in (await reopened.load("run")).items()} == {"a": "newer"}
+    records = SqliteRecords(tmp_path / "l.db")
+    await records.ledger.save("run", _record("a"))
+    await records.ledger.save("run", _record("a", output="newer"))
+    await records.ledger.save("other", _record("b"))
+    await records.journal.record("run/x/m1", "reply")
+    records.close()
+    reopened = SqliteRecords(tmp_path / "l.db")
+    assert {k: r.output for k, r in (await reopened.ledger.load("run")).items()} == {"a": "newer"}
+    assert await reopened.journal.values("run") == ["reply"]
+    assert await reopened.journal.values("other") == []
     reopened.close()
 
 
 async def test_a_locked_database_never_blocks_the_event_loop(tmp_path: Path) -> None:
-    ledger = SqliteLedger(tmp_path / "l.db")
-    await waits_for_the_lock_without_blocking(tmp_path / "l.db", ledger.save("run", _record("a")))
-    assert list(await ledger.load("run")) == ["a"]
-    ledger.close()
+    records = SqliteRecords(tmp_path / "l.db")
+    saving = records.ledger.save("run", _record("a"))
+    await waits_for_the_lock_without_blocking(tmp_path / "l.db", saving)
+    assert list(await records.ledger.load("run")) == ["a"]
+    records.close()
 
 
 async def test_a_changed_step_is_not_taken_from_the_ledger(settings: Any) -> None:

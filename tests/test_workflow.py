@@ -7,7 +7,7 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from teamgraph import Plan, Step
-from teamgraph.ledger import StepRecord
+from teamgraph.durable import StepRecord
 from teamgraph.patterns.synthesis import NO_RESULTS, concat_report
 from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel, transient

@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 
 BOUNDARIES = (
-    "model.reply",  # a model reply is in memory, not yet journalled
+    "model.done",  # a model reply is in memory, not yet journalled
     "model.journaled",  # ... and journalled
     "tool.done",  # a tool call's side effect is done, its result not yet journalled
     "tool.journaled",  # ... and journalled

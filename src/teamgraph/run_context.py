@@ -10,9 +10,8 @@ from typing import Any, Protocol, TypeVar
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 
+from teamgraph.durable import Journal, StepLedger
 from teamgraph.events import BaseEvent, TokenUsage
-from teamgraph.journal import Journal
-from teamgraph.ledger import StepLedger
 from teamgraph.llm.cassette import Cassette
 from teamgraph.llm.provider import ModelProvider
 from teamgraph.llm.usage import UsageTracker

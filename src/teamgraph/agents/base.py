@@ -19,9 +19,9 @@ from langchain_core.messages import (
 from teamgraph import prompts
 from teamgraph.agents.toolbox import Toolbox, call_properties
 from teamgraph.brief import Assignment, Brief, ToolInfo
+from teamgraph.durable import JournalKey
 from teamgraph.errors import AgentFailed, MaxIterationsExceeded
 from teamgraph.events import AgentMessage, AgentStarted
-from teamgraph.journal import JournalKey
 from teamgraph.llm.call import Caller, Schema, ask, ask_structured, schema_name
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec

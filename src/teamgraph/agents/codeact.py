@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -21,10 +22,9 @@ from teamgraph.agents.base import (
 )
 from teamgraph.agents.toolbox import Toolbox
 from teamgraph.brief import Assignment
+from teamgraph.durable import JournalKey, ToolEntry, once
 from teamgraph.errors import SandboxUnavailable
 from teamgraph.events import ToolCalled, ToolReturned
-from teamgraph.faults import point
-from teamgraph.journal import JournalKey, ToolEntry
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 
@@ -68,25 +68,32 @@ async def run_codeact_agent(
 
 
 async def execute(code: str, toolbox: Toolbox, call_id: str, key: JournalKey) -> str:
-    """Run ``code`` in the run's sandbox, once: a replay returns the recorded result (and is
-    not announced again). Refusals and failures come back as text."""
+    """Run ``code`` in the run's sandbox, exactly once (:func:`~teamgraph.durable.once`): a
+    replay returns the recorded result and is not announced again. Refusals and failures come
+    back as text.
+
+    The tools the code calls are side effects of their own, each made exactly once under its
+    own key. A call that must wait for a human (an approval) stops the code where it is and
+    pauses the step before the run's result is recorded; on resume the code runs again from
+    the start, its earlier tool calls answered from the journal, and the approved call runs
+    (once) and hands the code its result."""
     ctx, agent, step_id = toolbox.ctx, toolbox.agent, toolbox.step_id
-    saved = await ctx.journal.tool(key.code())
-    if saved is not None:
-        return saved.content
     common = {"agent": agent, "tool": "python", "call_id": call_id, "step_id": step_id}
-    if not await ctx.journal.was_announced(key.code()):
-        await ctx.journal.announce(key.code())
-        ctx.emit(ToolCalled, agent, "python", args={"code": code}, **common)
-    text, is_error = await _run_code(code, toolbox, key)
-    point("tool.done")
-    await ctx.journal.record_tool(key.code(), ToolEntry(text, is_error))
-    point("tool.journaled")
-    ctx.emit(ToolReturned, agent, "python", output=text, is_error=is_error, **common)
-    return text
+    entry = await once(
+        ctx.journal,
+        key.code(),
+        ToolEntry,
+        partial(_run_code, code, toolbox, key),
+        crash="tool",
+        announce=lambda: ctx.emit(ToolCalled, agent, "python", args={"code": code}, **common),
+        settle=lambda done: ctx.emit(
+            ToolReturned, agent, "python", output=done.content, is_error=done.is_error, **common
+        ),
+    )
+    return entry.content
 
 
-async def _run_code(code: str, toolbox: Toolbox, key: JournalKey) -> tuple[str, bool]:
+async def _run_code(code: str, toolbox: Toolbox, key: JournalKey) -> ToolEntry:
     from teamgraph.sandbox import Sandbox
 
     ctx = toolbox.ctx
@@ -96,8 +103,8 @@ async def _run_code(code: str, toolbox: Toolbox, key: JournalKey) -> tuple[str, 
     try:
         result = await ctx.sandbox.run(code, functions)
     except SandboxUnavailable as exc:
-        return f"code execution refused: {exc}", True
-    return str(result.to_text()), False
+        return ToolEntry(f"code execution refused: {exc}", True)
+    return ToolEntry(str(result.to_text()))
 
 
 def _bridge(toolbox: Toolbox, name: str, key: JournalKey) -> Callable[..., Awaitable[Any]]:
@@ -109,7 +116,7 @@ def _bridge(toolbox: Toolbox, name: str, key: JournalKey) -> Callable[..., Await
         nonlocal counter
         counter += 1
         text, is_error = await toolbox.call(
-            name, kwargs, f"{name}_{counter}", key.sandboxed_tool(name, counter)
+            name, kwargs, f"{name}_{counter}", key.code_tool(name, counter)
         )
         if is_error:
             raise RuntimeError(text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
@@ -17,10 +18,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 from pydantic import BaseModel
 
+from teamgraph.durable import JournalKey, ToolEntry, at_most_once, once
 from teamgraph.errors import ApprovalPending
 from teamgraph.events import ToolCalled, ToolReturned
-from teamgraph.faults import point
-from teamgraph.journal import JournalKey, ToolEntry
 from teamgraph.pauses import ApprovalRequest, Decision
 from teamgraph.run_context import RunContext
 from teamgraph.tools.handoff import transferred
@@ -60,24 +60,22 @@ class Toolbox:
     async def call(
         self, name: str, args: dict[str, Any], call_id: str, key: JournalKey
     ) -> tuple[str, bool]:
-        """Run one call; returns ``(text, is_error)`` and emits tool_called / tool_returned.
-
-        ``key`` names the call in the run's journal: a call an earlier attempt made (before a
-        crash or a pause) returns its recorded result, is not executed again, and is not
-        announced again (its events went out with that attempt)."""
-        journal = self.ctx.journal
-        entry = await journal.tool(key)
-        if entry is None:
-            if not await journal.was_announced(key):  # e.g. waiting for approval before
-                await journal.announce(key)
-                self._emit(ToolCalled, name, call_id=call_id, args=args)
-            entry = await self._invoke(name, args, call_id, key)
-            point("tool.done")
-            await journal.record_tool(key, entry)
-            point("tool.journaled")
-            self._emit(
-                ToolReturned, name, call_id=call_id, output=entry.content, is_error=entry.is_error
-            )
+        """Run one call exactly once (:func:`~teamgraph.durable.once`); returns ``(text,
+        is_error)``. ``key`` names the call in the run's journal: a call an earlier execution
+        made (before a crash or a pause) returns its recorded result and is not announced
+        again. A sensitive call pauses the run (:class:`ApprovalPending`) until a human
+        decides; an approved one is started at most once, across crashes."""
+        entry = await once(
+            self.ctx.journal,
+            key,
+            ToolEntry,
+            partial(self._invoke, name, args, call_id, key),
+            crash="tool",
+            announce=partial(self._emit, ToolCalled, name, call_id=call_id, args=args),
+            settle=lambda done: self._emit(
+                ToolReturned, name, call_id=call_id, output=done.content, is_error=done.is_error
+            ),
+        )
         self.handoff = entry.goto or self.handoff
         return entry.content, entry.is_error
 
@@ -99,17 +97,18 @@ class Toolbox:
         if tool is None:
             names = ", ".join(self.names) or "none"
             return ToolEntry(f"Tool {name} not found. Available: {names}", is_error=True)
-        if self._sensitive(tool):
-            decision = self._decision(tool, args, call_id, key.text)
-            if decision.action == "reject":
-                comment = decision.comment or "no reason given"
-                return ToolEntry(f"The user rejected this call to {name}: {comment}", True)
-            if decision.action == "edit":
-                args = dict(decision.args or {})
-                self._emit(ToolCalled, name, call_id=call_id, args=args)  # what really runs
-            if not await self.ctx.journal.begin(key):  # at most once, across crashes
-                return ToolEntry(INTERRUPTED.format(tool=name), is_error=True)
-        return await self._run_or_replay(tool, args, key.text)
+        if not self._sensitive(tool):
+            return await self._run_or_replay(tool, args, key.text)
+        decision = self._decision(tool, args, call_id, key.text)
+        if decision.action == "reject":
+            comment = decision.comment or "no reason given"
+            return ToolEntry(f"The user rejected this call to {name}: {comment}", True)
+        if decision.action == "edit":
+            args = dict(decision.args or {})
+            self._emit(ToolCalled, name, call_id=call_id, args=args)  # what really runs
+        lost = ToolEntry(INTERRUPTED.format(tool=name), is_error=True)
+        run = partial(self._run_or_replay, tool, args, key.text)
+        return await at_most_once(self.ctx.journal, key, run, lambda: lost)
 
     async def _run_or_replay(self, tool: BaseTool, args: dict[str, Any], key: str) -> ToolEntry:
         """The tool's result: from the run's recording when replaying one, else by running it

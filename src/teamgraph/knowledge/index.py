@@ -38,6 +38,7 @@ from typing import Any
 from teamgraph.errors import UsageError
 from teamgraph.knowledge.chunking import Chunk, chunk_markdown, chunk_text
 from teamgraph.knowledge.text import build_match_query, mark_cjk, unmark_cjk
+from teamgraph.storage.sqlite import BUSY_TIMEOUT_S, connect
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 SUFFIXES = MARKDOWN_SUFFIXES | {".txt"}
@@ -252,7 +253,7 @@ class KnowledgeBase:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        with closing(sqlite3.connect(self.db_path, timeout=30.0)) as conn:
+        with closing(connect(self.db_path, BUSY_TIMEOUT_S, autocommit=False)) as conn:
             yield conn
 
 

@@ -2,19 +2,19 @@
 :func:`ask_structured` (a validated structured value) — agents, planner, supervisor, moderator,
 synthesizer and structured output alike.
 
-One call, in order:
+A call is a side effect made exactly-once by :func:`teamgraph.durable.once`: a reply the run's
+journal holds for the call's key (an earlier attempt made it before a crash or a pause) is
+returned as it was — nothing is asked, spent or counted again. Otherwise, in order:
 
-1. **replay** — a reply the run's journal holds for this call's key (an earlier attempt made it
-   before a crash or a pause) is returned as it was; nothing is asked, spent or counted again;
-2. **budget** — the run's limits are checked and the call is counted before it starts;
-3. **the call** — through the provider's limits (:mod:`teamgraph.llm.limits`), with the call's
-   :class:`~teamgraph.llm.brief.Brief` current, streamed as ``token`` events (text calls);
+1. **budget** — the run's limits are checked and the call is counted before it starts;
+2. **the call** — through the provider's limits (:mod:`teamgraph.llm.limits`), with the call's
+   :class:`~teamgraph.brief.Brief` current, streamed as ``token`` events (text calls);
    transient errors retried after ``Retry-After`` or with backoff and jitter, each retry
    announced as a ``model_retry`` event (its partial tokens void); a provider's failure
    reported as :mod:`teamgraph.llm.errors` classifies it;
-4. **journal** — the reply and what it cost are recorded at once (the window in which a crash
+3. **journal** — the reply and what it cost are recorded at once (the window in which a crash
    loses a paid reply is this one write);
-5. **usage** — counted per step, agent and run, and emitted once as a ``usage`` event.
+4. **usage** — counted per step, agent and run, and emitted once as a ``usage`` event.
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from teamgraph import prompts
 from teamgraph.brief import Brief, briefed
+from teamgraph.durable import Journal, JournalKey, ModelEntry, once
 from teamgraph.events import BaseEvent, ModelRetry, TokenDelta, UsageRecorded
-from teamgraph.faults import point
-from teamgraph.journal import Journal, JournalKey, ModelEntry
 from teamgraph.llm.cassette import Cassette, model_request
 from teamgraph.llm.direct import direct_call, direct_stream, streams
 from teamgraph.llm.errors import MAX_RETRY_AFTER_S, is_transient, redact, retry_after, translate
@@ -89,19 +88,26 @@ async def ask(
     messages: Sequence[BaseMessage],
     key: JournalKey,
     brief: Brief,
-    on_fresh: Callable[[], None] | None = None,
+    announce: Callable[[], None] | None = None,
 ) -> AIMessage:
     """One reply, streamed as ``token`` events; replayed from the journal when recorded.
-    ``on_fresh`` runs before a call that is really made (not replayed)."""
-    saved = await scope.journal.model(key)
-    if saved is not None:
-        reply = saved.message()
-    else:
-        if on_fresh is not None:
-            on_fresh()
+    ``announce`` runs once before the call is first really made (never for a replay)."""
+
+    async def call() -> ModelEntry:
         scope.usage.admit()
         reply = await _reply(scope, caller, messages, key, brief)
-        await _settle(scope, caller, key, reply)
+        return _entry(scope, caller, reply)
+
+    entry = await once(
+        scope.journal,
+        key,
+        ModelEntry,
+        call,
+        crash="model",
+        announce=announce,
+        settle=partial(_count, scope, caller),
+    )
+    reply = entry.message()
     check_declined(reply, caller.model_name)  # paid and journalled first: replayed, it fails again
     return reply
 
@@ -175,18 +181,19 @@ async def _structured_once(
     key: JournalKey,
     brief: Brief,
 ) -> tuple[Any, str]:
-    saved = await scope.journal.model(key)
-    if saved is not None:
-        return (None, saved.error) if saved.error else (_revive(schema, saved.parsed), "")
-    scope.usage.admit()
-    raw = await _structured_reply(scope, caller, messages, schema, key, brief)
-    reply = raw.get("raw")
-    if not isinstance(reply, AIMessage):
-        reply = AIMessage(content="")
-    value, error = _validated(schema, raw.get("parsed"), raw.get("parsing_error"))
-    parsed = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-    await _settle(scope, caller, key, reply, parsed=parsed, error=error)
-    return value, error
+    async def call() -> ModelEntry:
+        scope.usage.admit()
+        raw = await _structured_reply(scope, caller, messages, schema, key, brief)
+        reply = raw.get("raw")
+        if not isinstance(reply, AIMessage):
+            reply = AIMessage(content="")
+        value, error = _validated(schema, raw.get("parsed"), raw.get("parsing_error"))
+        parsed = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        return _entry(scope, caller, reply, parsed=parsed, error=error)
+
+    settle = partial(_count, scope, caller)
+    entry = await once(scope.journal, key, ModelEntry, call, crash="model", settle=settle)
+    return (None, entry.error) if entry.error else (_revive(schema, entry.parsed), "")
 
 
 async def _structured_reply(
@@ -225,19 +232,11 @@ def schema_name(schema: Schema) -> str:
     return str(schema.get("title", "")) if isinstance(schema, dict) else schema.__name__
 
 
-async def _settle(
-    scope: CallScope,
-    caller: Caller,
-    key: JournalKey,
-    reply: AIMessage,
-    *,
-    parsed: Any = None,
-    error: str = "",
-) -> None:
-    """Journal the reply with its cost (first: the crash window is this write), then count it
-    and announce it."""
-    usage = scope.usage.measure(caller.model_name, reply)
-    entry = ModelEntry.of(
+def _entry(
+    scope: CallScope, caller: Caller, reply: AIMessage, *, parsed: Any = None, error: str = ""
+) -> ModelEntry:
+    """The reply as the journal records it, with what it cost and whom it is charged to."""
+    return ModelEntry.of(
         reply,
         parsed=parsed,
         error=error,
@@ -245,19 +244,20 @@ async def _settle(
         step_id=caller.step_id,
         steps=list(scope.step_keys(caller.step_id)),
         model=caller.model_name,
-        usage=usage,
+        usage=scope.usage.measure(caller.model_name, reply),
     )
-    point("model.reply")
-    await scope.journal.record_model(key, entry)
-    point("model.journaled")
-    scope.usage.add(caller.agent, entry.steps, usage)
+
+
+def _count(scope: CallScope, caller: Caller, entry: ModelEntry) -> None:
+    """A journalled reply counted per step, agent and run, and announced as ``usage``."""
+    scope.usage.add(caller.agent, entry.steps, entry.usage)
     scope.emit(
         UsageRecorded,
         caller.agent,
         agent=caller.agent,
         model=caller.model_name,
-        usage=usage,
-        stop_reason=stop_reason(reply),
+        usage=entry.usage,
+        stop_reason=stop_reason(entry.message()),
         step_id=caller.step_id,
     )
 

@@ -7,10 +7,10 @@ import time
 from collections import deque
 
 from teamgraph import prompts
+from teamgraph.durable import StepRecord
 from teamgraph.errors import ApprovalPending, BudgetExceeded, RunStop
 from teamgraph.events import StepCompleted, StepFailed, StepSkipped, StepStarted, StepState
 from teamgraph.faults import point
-from teamgraph.ledger import StepRecord
 from teamgraph.patterns._members import run_member
 from teamgraph.patterns._scheduler import Schedule
 from teamgraph.plan import Plan, Step

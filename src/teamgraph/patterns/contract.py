@@ -15,8 +15,8 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
+from teamgraph.durable import StepRecord
 from teamgraph.events import PlannerTier, RunStatus
-from teamgraph.ledger import StepRecord
 from teamgraph.plan import Plan
 from teamgraph.planning.templates import Template
 from teamgraph.specs.team import TeamSpec

@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 
 from teamgraph import prompts
 from teamgraph.brief import Brief, Member
+from teamgraph.durable import JournalKey
 from teamgraph.events import AgentMessage
-from teamgraph.journal import JournalKey
 from teamgraph.llm.call import Caller, StructuredOutputError, ask_structured
 from teamgraph.patterns._interrupts import ask_user
 from teamgraph.run_context import RunContext

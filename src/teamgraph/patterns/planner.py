@@ -12,9 +12,9 @@ from pydantic import ValidationError
 
 from teamgraph import prompts
 from teamgraph.brief import Brief, Member
+from teamgraph.durable import JournalKey
 from teamgraph.errors import RunStop
 from teamgraph.events import PlannerTier
-from teamgraph.journal import JournalKey
 from teamgraph.llm.call import Caller, ask
 from teamgraph.plan import Plan, plan_errors
 from teamgraph.planning.routing import WorkerInfo

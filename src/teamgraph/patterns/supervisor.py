@@ -38,9 +38,9 @@ from pydantic import BaseModel, Field
 from teamgraph import prompts
 from teamgraph.agents import AgentExtras, AgentOutcome
 from teamgraph.brief import Assignment, Brief, Member
+from teamgraph.durable import JournalKey
 from teamgraph.errors import AgentFailed, RunStop
 from teamgraph.events import AgentMessage, Handoff
-from teamgraph.journal import JournalKey
 from teamgraph.llm.call import Caller, StructuredOutputError, ask_structured
 from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_approvals

@@ -6,8 +6,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from teamgraph import prompts
 from teamgraph.brief import Brief
-from teamgraph.journal import JournalKey
-from teamgraph.ledger import StepRecord
+from teamgraph.durable import JournalKey, StepRecord
 from teamgraph.llm.call import Caller, ask
 from teamgraph.plan import Plan, Step
 from teamgraph.run_context import RunContext

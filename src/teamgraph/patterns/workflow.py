@@ -20,10 +20,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from teamgraph.durable import JournalKey, StepRecord
 from teamgraph.errors import PlanValidationError
 from teamgraph.events import PlanCreated, RunStatus
-from teamgraph.journal import JournalKey
-from teamgraph.ledger import StepRecord
 from teamgraph.patterns._interrupts import with_approvals
 from teamgraph.patterns._steps import execute_plan
 from teamgraph.patterns.contract import (
@@ -111,9 +110,8 @@ async def announce_plan(
     """Emit the run's ``plan_created`` once, though a crash re-runs what emits it (the journal
     records the announcement first; ``fresh``: this execution is the run's first, so nothing
     was announced before)."""
-    key = JournalKey.task(ctx.task_scope("plan"))
-    if fresh or not await ctx.journal.was_announced(key):
-        await ctx.journal.announce(key)
+    key = JournalKey.task(ctx.task_scope("plan")).announced()
+    if await ctx.journal.mark(key, fresh):
         _emit_plan(ctx, plan, tier, notes)
 
 

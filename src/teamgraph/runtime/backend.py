@@ -18,36 +18,27 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from teamgraph.config import Settings
+from teamgraph.durable import JournalStore, StepLedger
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import KnowledgeBase
-from teamgraph.ledger import SqliteLedger, StepLedger, StoreLedger
-from teamgraph.runtime.checkpointer import LoopSqliteSaver, with_crash_points
+from teamgraph.storage import sqlite
+from teamgraph.storage.checkpoints import SqliteCheckpointer, with_crash_points
 from teamgraph.storage.direct import Direct
+from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStepLedger
 from teamgraph.storage.run_store import PostgresRunStore, RunStore, SqlRunStore
 
-# WAL with synchronous=NORMAL: a committed transaction survives the process being killed (the
-# durability runs need); only an OS crash or power loss may lose the last commits.
-SQLITE_PRAGMAS = (
-    "PRAGMA busy_timeout=5000",  # first: switching to WAL waits for another connection's lock
-    "PRAGMA journal_mode=WAL",
-    "PRAGMA synchronous=NORMAL",
-)
-
-
-def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    for pragma in SQLITE_PRAGMAS:
-        cursor.execute(pragma)
-    cursor.close()
+ASYNC_WAIT_S = 5.0  # how long aiosqlite's connections (app tables, the store) wait for a lock
 
 
 @dataclass
 class Backend:
-    """Checkpointer, store (shared memory), step ledger, run store and knowledge index."""
+    """Checkpointer, store (shared memory), step ledger, journal, run store and knowledge
+    index."""
 
     checkpointer: BaseCheckpointSaver[Any]
     store: BaseStore
     ledger: StepLedger
+    journal: JournalStore
     runs: RunStore
     knowledge: KnowledgeBase
     engine: AsyncEngine
@@ -100,32 +91,30 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
     path = settings.sqlite_path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
-        saver = await stack.enter_async_context(LoopSqliteSaver.from_conn_string(str(path)))
         store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(str(path)))
         async with _setting_up(path):
-            for conn in (saver.conn, store.conn):
-                for pragma in SQLITE_PRAGMAS:
-                    await conn.execute(pragma)
+            for statement in sqlite.statements(ASYNC_WAIT_S):
+                await store.conn.execute(statement)
             await _set_up(store.conn, store.setup)
-            await _set_up(saver.conn, saver.setup)
-        assert isinstance(saver, LoopSqliteSaver)
-        saver.open_fast_path(path)
-        stack.callback(saver.close_fast_path)
+            # in threads: setting tables up may wait for another backend's write to commit,
+            # which needs this event loop to go on
+            saver = await asyncio.to_thread(SqliteCheckpointer, path)
+            stack.callback(saver.close)
         # connections kept open: a request burst must not open (and close) overflow connections,
         # each a thread, a file open and the pragmas
         engine = create_async_engine(f"sqlite+aiosqlite:///{path}", pool_size=20, max_overflow=20)
-        event.listen(engine.sync_engine, "connect", _set_pragmas)
+        event.listen(engine.sync_engine, "connect", sqlite.on_connect(ASYNC_WAIT_S))
         stack.push_async_callback(engine.dispose)
         direct = Direct(engine, path)
         stack.callback(direct.close)
         runs = SqlRunStore(engine, direct)
         await runs.setup()
-        # in threads: their schema statements may wait for another backend's write to commit,
-        # which needs this event loop to go on
-        ledger = await asyncio.to_thread(SqliteLedger, path)
-        stack.callback(ledger.close)
+        records = await asyncio.to_thread(SqliteRecords, path)
+        stack.callback(records.close)
         knowledge = await asyncio.to_thread(KnowledgeBase, path)
-        yield Backend(saver, store, ledger, runs, knowledge, engine, direct)
+        yield Backend(
+            saver, store, records.ledger, records.journal, runs, knowledge, engine, direct
+        )
 
 
 @asynccontextmanager
@@ -157,7 +146,8 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
             await store.setup()
             await runs.setup()
         knowledge = KnowledgeBase(settings.knowledge_path.resolve())
-        yield Backend(saver, store, StoreLedger(store), runs, knowledge, engine, direct)
+        ledger, journal = StoreStepLedger(store), StoreJournal(store)
+        yield Backend(saver, store, ledger, journal, runs, knowledge, engine, direct)
 
 
 SETUP_LOCK = 7_421_336  # PostgreSQL advisory lock: one process sets a database up at a time

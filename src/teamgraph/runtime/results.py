@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from teamgraph.durable import StepRecord
 from teamgraph.events import RunStatus, TokenUsage
-from teamgraph.ledger import StepRecord
 from teamgraph.patterns.contract import Outcome
 from teamgraph.plan import Plan
 from teamgraph.result import RunResult, StepResult

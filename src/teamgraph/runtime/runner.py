@@ -19,6 +19,7 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt
 
+from teamgraph.durable import Journal
 from teamgraph.errors import BudgetExceeded, RunConflict, UsageError
 from teamgraph.events import (
     BaseEvent,
@@ -31,7 +32,6 @@ from teamgraph.events import (
     RunStatus,
     TokenUsage,
 )
-from teamgraph.journal import Journal
 from teamgraph.knowledge import SHARED
 from teamgraph.llm.cassette import Cassette, StandIn
 from teamgraph.llm.pricing import PriceTable
@@ -233,7 +233,7 @@ class Runner:
         if snapshot.interrupts:
             command = await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
         elif snapshot.metadata is None:  # stopped before its first checkpoint: start again
-            given = await Journal(self.ledger).input_plan(run_id)
+            given = await Journal(self.backend.journal).input_plan(run_id)
             plan = None if given is None else Plan.model_validate(given)
             command = self.pattern.start(
                 self.team, RunInput(row.input, row.template, plan, self.templates)
@@ -283,7 +283,7 @@ class Runner:
     ) -> Command[Any]:
         """What resumes the paused run: the reply given now (kept in the journal first), or,
         when none is given, the one an earlier resume brought before a crash stopped it."""
-        journal = Journal(self.ledger)
+        journal = Journal(self.backend.journal)
         if answer is None and decisions is None and default is None:
             given = await journal.replies(run_id, [item.id for item in interrupts])
             if given is not None:
@@ -431,7 +431,7 @@ class Runner:
             store=self.backend.store,
             user_id=user,
             ledger=self.ledger,
-            journal=Journal(self.ledger),
+            journal=Journal(self.backend.journal),
             usage=UsageTracker(self.prices, self.team.budget),
             templates=self.templates,
             cassette=cassette,

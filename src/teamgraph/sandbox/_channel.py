@@ -12,6 +12,10 @@ The protocol with ``_child.py``, the program inside:
 
 Everything that comes from the sandbox is untrusted: messages are parsed defensively, only tools
 of the mapping can be called, and only with a JSON object of arguments.
+
+A tool that raises a :class:`~teamgraph.errors.ControlSignal` (a call that must wait for a
+human's approval) is not an error the code sees: the code is stopped where it is (``halt``) and
+the signal is kept (``signal``) for the execution to raise.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from teamgraph.errors import ControlSignal
 from teamgraph.sandbox.limits import LIMIT_NAMES
 
 Tool = Callable[..., Awaitable[Any]]
@@ -57,11 +62,16 @@ class Messages:
     """Reads the sandbox's JSON lines, answers its tool calls, keeps ``ready`` and the report."""
 
     def __init__(
-        self, reader: asyncio.StreamReader, replies: asyncio.StreamWriter, tools: Mapping[str, Tool]
+        self,
+        reader: asyncio.StreamReader,
+        replies: asyncio.StreamWriter,
+        tools: Mapping[str, Tool],
+        halt: Callable[[], None],
     ) -> None:
-        self.reader, self.replies, self.tools = reader, replies, tools
+        self.reader, self.replies, self.tools, self.halt = reader, replies, tools, halt
         self.ready = False
         self.report: dict[str, str | None] | None = None
+        self.signal: ControlSignal | None = None  # a tool's signal that stopped the code
 
     async def serve(self) -> None:
         while True:
@@ -81,7 +91,12 @@ class Messages:
                 await self._answer(message)
 
     async def _answer(self, message: dict[str, Any]) -> None:
-        reply = await call_tool(self.tools, message.get("tool"), message.get("args"))
+        try:
+            reply = await call_tool(self.tools, message.get("tool"), message.get("args"))
+        except ControlSignal as signal:
+            self.signal = self.signal or signal
+            self.halt()
+            return
         try:
             self.replies.write(reply + b"\n")
             await self.replies.drain()
@@ -97,6 +112,8 @@ async def call_tool(tools: Mapping[str, Tool], name: Any, args: Any) -> bytes:
         return _error(f"{name}: the arguments must be a JSON object")
     try:
         result = await tools[name](**args)
+    except ControlSignal:
+        raise
     except Exception as exc:
         return _error(str(exc) or type(exc).__name__)
     try:

@@ -16,7 +16,7 @@ from pathlib import Path
 from teamgraph.errors import SandboxUnavailable
 from teamgraph.sandbox._channel import Messages, OutputCapture, Tool, pipe_reader
 from teamgraph.sandbox._host import HostSetup, make_preexec
-from teamgraph.sandbox._process import signal_name, stop, wait
+from teamgraph.sandbox._process import kill_pid1, signal_name, stop, wait
 from teamgraph.sandbox.bwrap import bwrap_command, child_path, start_failure
 from teamgraph.sandbox.limits import SandboxLimits
 from teamgraph.sandbox.result import ExecResult
@@ -79,7 +79,7 @@ class Execution:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         reader = await pipe_reader(read_fd, 8 * self.limits.max_output_bytes + 2**20)
         capture = OutputCapture(self.limits.max_output_bytes)
-        messages = Messages(reader, proc.stdin, tools)
+        messages = Messages(reader, proc.stdin, tools, halt=lambda: kill_pid1(proc.pid))
         serve = asyncio.create_task(messages.serve())
         others = [
             asyncio.create_task(capture.drain("stdout", proc.stdout)),
@@ -93,6 +93,8 @@ class Execution:
             if proc.returncode is None:
                 await stop(proc)
             await _settle(serve, others, stop_serving=timed_out)
+        if messages.signal is not None:  # a tool paused the run: the code was stopped for it
+            raise messages.signal
         return self._result(messages, capture, proc.returncode, timed_out)
 
     async def _spawn(self, message_fd: int, files: dict[str, int]) -> asyncio.subprocess.Process:

@@ -24,7 +24,7 @@ async def wait(proc: asyncio.subprocess.Process, seconds: float) -> bool:
 async def stop(proc: asyncio.subprocess.Process) -> None:
     """SIGKILL the sandbox's PID 1: the kernel kills the rest of its PID namespace, and bwrap
     reaps it and exits. Failing that, SIGKILL bwrap (``--die-with-parent`` takes PID 1 along)."""
-    _kill_pid1(proc.pid)
+    kill_pid1(proc.pid)
     try:
         await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
     except TimeoutError:
@@ -33,8 +33,9 @@ async def stop(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
-def _kill_pid1(bwrap_pid: int) -> None:
-    """SIGKILL bwrap's child through a pidfd, after checking it is still bwrap's child."""
+def kill_pid1(bwrap_pid: int) -> None:
+    """SIGKILL bwrap's child (the sandbox's PID 1, and with it every process of the sandbox)
+    through a pidfd, after checking it is still bwrap's child."""
     try:
         children = Path(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children").read_text()
     except OSError:

@@ -32,7 +32,9 @@ class Sandbox:
 
     ``tools`` maps names to async functions; inside the sandbox each is a plain function taking
     keyword arguments (``search_docs(query="x")``) that returns the tool's result, or raises
-    ``ToolError`` with the tool's error message. Arguments and results must be JSON values.
+    ``ToolError`` with the tool's error message. Arguments and results must be JSON values. A
+    tool that raises a :class:`~teamgraph.errors.ControlSignal` (it must wait for a human)
+    stops the code where it is, and :meth:`run` raises that signal.
     """
 
     def __init__(self, limits: SandboxLimits = SandboxLimits()) -> None:  # noqa: B008 (frozen)

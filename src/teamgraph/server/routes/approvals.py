@@ -12,8 +12,8 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, Field
 
+from teamgraph.durable import Journal
 from teamgraph.errors import RunConflict
-from teamgraph.journal import Journal
 from teamgraph.pauses import Decision
 from teamgraph.server.deps import CurrentSession, State
 from teamgraph.server.state import AppState
@@ -60,7 +60,7 @@ async def _approvals(
         return None, {}
     waiting = await state.runs.runner(run.team_name).pending(run.id)
     calls = [w for w in waiting if w["type"] == "approval"]
-    decided = await Journal(state.backend.ledger).decisions(run.id, [c["id"] for c in calls])
+    decided = await Journal(state.backend.journal).decisions(run.id, [c["id"] for c in calls])
     return run, {c["id"]: _shown(run, c, decided.get(c["id"])) for c in calls}
 
 
@@ -137,7 +137,7 @@ async def _decide(
     if found.status != "pending":
         raise HTTPException(status.HTTP_409_CONFLICT, detail=f"already {found.status}")
     decision = Decision.approve() if action == "approve" else Decision.reject(body.comment or "")
-    journal = Journal(state.backend.ledger)
+    journal = Journal(state.backend.journal)
     kept = {**decision.model_dump(), "comment": body.comment, "at": utcnow().isoformat()}
     await journal.record_decision(run.id, call_id, kept)
     _, shown = await _approvals(state, session)
