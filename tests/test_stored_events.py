@@ -4,9 +4,16 @@ resume, and from a later process."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
-from teamgraph.events import BaseEvent
+import pytest
+
+from teamgraph.events import BaseEvent, RunCompleted, TokenDelta, TokenUsage, ToolCalled
+from teamgraph.runtime.event_log import EventLog, EventWriter, follow
 from teamgraph.runtime.team import Team
 from teamgraph.storage.run_store import RunStore
 
@@ -49,3 +56,106 @@ async def test_a_finished_run_can_be_replayed_from_a_later_process(settings: Any
     assert events[0].type == "run_started" and events[-1].type == "run_completed"
     assert events[-1].output == result.output and result.output  # type: ignore[union-attr]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+class _Recorder:
+    """A run store's stand-in that keeps what is appended, and refuses any batch holding an
+    event of ``poisoned`` (as a database refuses a row)."""
+
+    def __init__(self, poisoned: str = "") -> None:
+        self.poisoned = poisoned
+        self.stored: list[BaseEvent] = []
+
+    async def append(self, events: list[BaseEvent], *also: Any) -> None:
+        if any(e.run_id == self.poisoned for e in events):
+            raise ValueError("refused")
+        self.stored.extend(events)
+
+
+def _tokens(run_id: str, count: int) -> list[BaseEvent]:
+    return [TokenDelta(run_id=run_id, seq=n, agent="a", text=f"t{n}") for n in range(1, count + 1)]
+
+
+async def test_a_run_whose_events_the_database_refuses_costs_no_other_run_an_event() -> None:
+    store = _Recorder(poisoned="bad")
+    writer = EventWriter(store)  # type: ignore[arg-type]
+    victim, attacker = EventLog(writer), EventLog(writer)
+    for good, bad in zip(_tokens("victim", 101), _tokens("bad", 101), strict=True):
+        victim.add(good)
+        attacker.add(bad)  # same batches: both logs are dirty at every flush
+    await asyncio.gather(victim.close(), attacker.close())
+    assert [e.seq for e in store.stored] == list(range(1, 102))  # the victim's 101, in order
+    assert {e.run_id for e in store.stored} == {"victim"}
+
+
+async def test_an_event_that_cannot_be_encoded_is_refused_by_its_own_run_only() -> None:
+    store = _Recorder()
+    writer = EventWriter(store)  # type: ignore[arg-type]
+    victim, attacker = EventLog(writer), EventLog(writer)
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = {"a": deep}  # deeper than any JSON encoder recurses
+    victim.add(_tokens("victim", 1)[0])
+    poison = ToolCalled(run_id="bad", seq=1, agent="a", tool="t", call_id="c", args=deep)
+    with pytest.raises((RecursionError, ValueError)):
+        attacker.add(poison)  # raised in the run that emits it
+    victim.add(_tokens("victim", 2)[1])
+    await asyncio.gather(victim.close(), attacker.close())
+    assert [(e.run_id, e.seq) for e in store.stored] == [("victim", 1), ("victim", 2)]
+
+
+async def test_a_run_s_status_is_written_after_its_events_are_stored(settings: Any) -> None:
+    """A reader in another process that sees a run ended finds every event it emitted."""
+    seen: list[tuple[str, list[str]]] = []
+    async with _team(settings).runner() as runner:
+        store = runner.backend.runs
+        update = store.update
+
+        async def checked(run_id: str, **fields: Any) -> None:
+            if "status" in fields:
+                kinds = [e.type async for e in store.events(run_id, 0)]  # type: ignore[attr-defined]
+                seen.append((fields["status"], kinds))
+            await update(run_id, **fields)
+
+        store.update = checked  # type: ignore[method-assign]
+        await runner.run("Compare PostgreSQL and MongoDB on cost", run_id="r3")
+        paused = [e async for e in runner.stream("help me", run_id="r4")]
+    completed = next(kinds for status, kinds in seen if status == "completed")
+    assert completed[-1] == "run_completed"
+    interrupted = next(kinds for status, kinds in seen if status == "interrupted")
+    assert interrupted[-1] == paused[-1].type == "clarification_requested"  # type: ignore[attr-defined]
+
+
+class _Racing:
+    """A store read as a follower in another process reads it while the run ends: its events
+    are committed just after the follower's first read, then its status."""
+
+    def __init__(self, events: list[BaseEvent]) -> None:
+        self.pending, self.committed = events, []  # type: ignore[var-annotated]
+        self.status = "running"
+
+    async def events(self, run_id: str, after_seq: int = 0) -> Any:
+        for event in [e for e in self.committed if e.seq > after_seq]:
+            yield event
+        if self.pending:  # what the run's last batch and its status commit, in that order
+            self.committed, self.pending, self.status = self.pending, [], "completed"
+
+    async def get(self, run_id: str) -> Any:
+        return SimpleNamespace(status=self.status)
+
+
+class _Quiet:
+    @contextmanager
+    def subscribe(self, channel: str, key: str) -> Iterator[asyncio.Queue[str]]:
+        yield asyncio.Queue()
+
+
+async def test_a_follower_gets_the_last_events_of_a_run_that_ended_as_it_read() -> None:
+    ended = [
+        TokenDelta(run_id="r", seq=1, agent="a", text="hi"),
+        RunCompleted(run_id="r", seq=2, status="completed", output="hi", usage=TokenUsage()),
+    ]
+    store = _Racing(ended)
+    batches = follow(store, _Quiet(), "r", poll_s=0.01)  # type: ignore[arg-type]
+    got = [e.type for batch in [b async for b in batches] for e in batch]
+    assert got == ["token", "run_completed"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
@@ -51,11 +51,18 @@ class Emitter:
         sink: Callable[[BaseEvent], None],
         seqs: Seqs | None = None,
         parent_id: str | None = None,
+        stored: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.sink = sink
         self.seqs = seqs or Counter()
         self.parent_id = parent_id
+        self._stored = stored
+
+    async def stored(self) -> None:
+        """Wait until every event emitted so far is stored (when the sink stores them)."""
+        if self._stored is not None:
+            await self._stored()
 
     @property
     def seq(self) -> int:

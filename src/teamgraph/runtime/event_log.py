@@ -54,6 +54,9 @@ class EventLog:
         self.closed = self.finished = False
 
     def add(self, event: BaseEvent) -> None:
+        """Keep ``event`` for readers and for storing. Its JSON is made now: an event that
+        cannot be stored raises here, in the run that emits it, and no batch ever carries it."""
+        event.encoded  # noqa: B018 (made once, cached: the row's and the stream's JSON)
         self.events.append(event)
         self.synced.clear()
         self.writer.dirty(self, urgent=False)
@@ -92,12 +95,16 @@ class EventLog:
             del self.events[:drop]
             self.stored -= drop
 
-    async def close(self) -> None:
-        """Store everything left (new events are not accepted any more)."""
-        self.closed = True
+    async def stored_all(self) -> None:
+        """Wait until every event added so far is stored (at once, not at the next flush)."""
         if not self.synced.is_set():
             self.writer.dirty(self, urgent=True)
             await self.synced.wait()
+
+    async def close(self) -> None:
+        """Store everything left (new events are not accepted any more)."""
+        self.closed = True
+        await self.stored_all()
 
     def end(self) -> None:
         """End the subscribers' streams (once the run's bookkeeping is done)."""
@@ -138,17 +145,33 @@ class EventWriter:
                 with suppress(TimeoutError):
                     await asyncio.wait_for(self.urgent.wait(), FLUSH_INTERVAL)
             self.urgent.clear()
-            batch = [(item, item.unstored()) for item in self.logs]
-            also = [statement for item in self.logs for statement in item.taken()]
+            batch = [(item, item.unstored(), item.taken()) for item in self.logs]
             self.logs = {}
             try:
-                await self.store.append([e for _, events in batch for e in events], *also)
-                point("events.stored")
-            except Exception:  # the runs go on; their live subscribers still get every event
-                log.exception("could not store %d events", sum(len(e) for _, e in batch))
+                await self._store(batch)
             finally:  # even if this task is cancelled mid-write: no close() waits forever
-                for event_log, events in batch:
+                for event_log, events, _ in batch:
                     event_log.mark_stored(len(events))
+
+    async def _store(self, batch: list[tuple[EventLog, list[BaseEvent], list[Statement]]]) -> None:
+        """One transaction for the whole batch; if it fails, one per run, so that what one run
+        cannot store never costs another run its events."""
+        try:
+            events = [e for _, some, _ in batch for e in some]
+            await self.store.append(events, *(s for _, _, also in batch for s in also))
+            point("events.stored")
+            return
+        except Exception:
+            if len(batch) == 1:
+                log.exception("could not store %d events", len(batch[0][1]))
+                return
+        for _, events, also in batch:
+            try:
+                await self.store.append(events, *also)
+            except Exception:  # the run goes on; its live subscribers still get every event
+                runs = sorted({e.run_id for e in events})
+                log.exception("could not store %d events of runs %s", len(events), runs)
+        point("events.stored")
 
 
 async def replay(
@@ -228,6 +251,9 @@ async def follow(
             wait = poll_s
             if not tail or tail in PAUSE_EVENTS:  # nothing yet, or paused: is it still going?
                 if (await store.get(run_id)).status not in EXECUTING:
+                    # a run's events are stored before its status: what it said last is there
+                    async for batch in _stored(store, run_id, last):
+                        yield batch
                     return
                 wait = 0.2 if tail else poll_s  # a pause's status is written just after it
             with suppress(TimeoutError):

@@ -440,14 +440,15 @@ class Runner:
     def _emitter(
         self, run_id: str, queue: asyncio.Queue[BaseEvent | None], seqs: SeqBlock, log: EventLog
     ) -> Emitter:
-        """Events go to the run's stream, its log (stored) and every hook."""
-        sinks = [queue.put_nowait, log.add, *(hook.on_event for hook in self.hooks)]
+        """Events go to the run's log (stored: an event that cannot be stored fails here,
+        before anyone hears of it), its stream and every hook."""
+        sinks = [log.add, queue.put_nowait, *(hook.on_event for hook in self.hooks)]
 
         def sink(event: BaseEvent) -> None:
             for deliver in sinks:
                 deliver(event)
 
-        return Emitter(run_id, sink, seqs)
+        return Emitter(run_id, sink, seqs, stored=log.stored_all)
 
     def thread_config(self, thread_id: str) -> RunnableConfig:
         """LangGraph's config for a thread of this team (its checkpoints, its limits)."""
@@ -550,7 +551,10 @@ class Runner:
             )
 
     async def _save(self, ctx: RunContext, **fields: Any) -> None:
+        """Write how this execution ended to the run's row — after its events are stored, so a
+        reader in another process that sees the status finds every event before it."""
         ctx.closed = True
+        await ctx.emitter.stored()
         seqs = ctx.emitter.seqs
         if isinstance(seqs, SeqBlock):
             await seqs.settle()  # never let a late reservation overwrite this
