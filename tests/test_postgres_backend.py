@@ -8,6 +8,7 @@ from teamgraph import Plan, Step
 from teamgraph.config import Settings
 from teamgraph.runtime.team import Team
 
+from .conftest import PG_ADMIN
 from .test_approvals import _model, delete_record, executed
 
 
@@ -35,3 +36,30 @@ async def test_approval_pause_and_resume_on_postgres(pg_url: str) -> None:
         _ = [e async for e in runner.resume_stream("pg-run", default={"action": "approve"})]
         result = await runner.result("pg-run")
     assert executed == ["1"] and result.step("s1").output == "result: deleted 1"
+
+
+def _terminate_connections(url: str) -> int:
+    """End every connection to the database at ``url`` (as a restart or an operator would);
+    the number ended. Other databases' connections are left alone."""
+    import psycopg
+
+    database = url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        ended = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database,),
+        ).fetchone()
+    return int(ended[0]) if ended else 0
+
+
+async def test_runs_go_on_after_every_connection_to_the_database_was_ended(pg_url: str) -> None:
+    settings = Settings(database_url=pg_url)
+    team = Team.from_dict({"name": "pg", "members": ["researcher", "writer"]}, settings=settings)
+    async with team.runner() as runner:
+        first = await runner.run("Compare PostgreSQL and MongoDB on security", run_id="before")
+        assert _terminate_connections(pg_url) >= 2  # the checkpointer's, the app tables', ...
+        second = await runner.run("Compare PostgreSQL and MongoDB on cost", run_id="after")
+        again = await runner.result("before")  # old runs read back: the store reconnected
+    assert first.status == second.status == "completed"
+    assert again.output == first.output and again.steps

@@ -130,13 +130,14 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         ) from None
     url = settings.postgres_url
     async with AsyncExitStack() as stack:
-        saver_class = with_crash_points(AsyncPostgresSaver)
-        saver = await stack.enter_async_context(saver_class.from_conn_string(url))
-        store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(url))
+        pool = await stack.enter_async_context(_langgraph_pool(url, settings.db_pool_size))
+        saver = with_crash_points(AsyncPostgresSaver)(pool)
+        store = AsyncPostgresStore(pool)
         engine = create_async_engine(
             url.replace("postgresql://", "postgresql+psycopg://", 1),
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
+            pool_pre_ping=True,  # a connection the database dropped is replaced, not used
         )
         stack.push_async_callback(engine.dispose)
         direct = Direct(engine)
@@ -148,6 +149,23 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         knowledge = KnowledgeBase(settings.knowledge_path.resolve())
         ledger, journal = StoreStepLedger(store), StoreJournal(store)
         yield Backend(saver, store, ledger, journal, runs, knowledge, engine, direct)
+
+
+def _langgraph_pool(url: str, size: int) -> Any:
+    """The connections LangGraph's PostgreSQL checkpointer and store share: a pool that checks a
+    connection before lending it and replaces the ones the database dropped (a restart, a
+    terminated backend), so nothing holds a dead connection for the process's lifetime."""
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    return AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=max(2, size),
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        check=AsyncConnectionPool.check_connection,
+        open=False,  # opened by ``async with`` (on the running loop)
+    )
 
 
 SETUP_LOCK = 7_421_336  # PostgreSQL advisory lock: one process sets a database up at a time
