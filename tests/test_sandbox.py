@@ -195,21 +195,19 @@ async def test_runs_unprivileged_in_its_own_pid_namespace(sandbox: Sandbox) -> N
         assert uid == bwrap_module.SANDBOX_UID and groups == ""
 
 
-async def test_each_run_gets_a_fresh_workdir_removed_afterwards(
-    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made: list[str] = []
-    real = runner_module._make_workdir
-
-    def spy(setup: Any) -> str:
-        made.append(real(setup))
-        return made[-1]
-
-    monkeypatch.setattr(runner_module, "_make_workdir", spy)
+async def test_each_run_gets_a_fresh_workdir_of_its_own(sandbox: Sandbox) -> None:
     first = await sandbox.run("import os\nopen('note.txt', 'w').write('hi')\nos.getcwd()")
     second = await sandbox.run("import os\nos.path.exists('note.txt'), os.listdir('.')")
     assert (first.value, second.value) == ("'/work'", "(False, [])")
-    assert len(set(made)) == 2 and not any(exists(path) for path in made)
+
+
+async def test_the_mount_table_names_no_host_path_of_the_run_s_files(sandbox: Sandbox) -> None:
+    result = await sandbox.run("open('/proc/self/mountinfo').read()")
+    mounts = eval(result.value or "")  # the repr of a str
+    work = [line for line in mounts.splitlines() if line.split()[4] == "/work"]
+    assert len(work) == 1 and " - tmpfs " in work[0]  # memory, not a host directory
+    assert tempfile.gettempdir() not in mounts.replace(" /tmp ", " ")  # only the sandbox's /tmp
+    assert "teamgraph-sandbox" not in mounts and str(Path.cwd()) not in mounts
 
 
 # --- escape attempts: network ---------------------------------------------------------------

@@ -35,6 +35,17 @@ def test_unknown_worker_names_field_and_value() -> None:
     assert "team.yaml" in message and "members[1]" in message and "'wizard'" in message
 
 
+def test_an_unknown_handoff_target_names_the_members_it_could_be() -> None:
+    members = [
+        {"name": "triage", "description": "sorts", "can_handoff_to": ["biling"]},
+        {"name": "billing", "description": "bills"},
+        {"name": "support", "description": "helps"},
+    ]
+    error = _err({"name": "t", "pattern": "swarm", "members": members})
+    assert "'triage' can_handoff_to unknown member 'biling' (did you mean 'billing'?)" in error
+    assert error.endswith("it can hand off to: billing, support")
+
+
 def test_duplicate_name() -> None:
     message = _err({"name": "t", "members": ["writer", {"name": "writer", "description": "x"}]})
     assert "team.yaml" in message and "duplicate" in message and "'writer'" in message

@@ -54,7 +54,6 @@ class Execution:
     bwrap: str
     limits: SandboxLimits
     setup: HostSetup
-    workdir: str
 
     async def run(self, code: str, tools: Mapping[str, Tool]) -> ExecResult:
         read_fd, write_fd = os.pipe()
@@ -99,7 +98,7 @@ class Execution:
 
     async def _spawn(self, message_fd: int, files: dict[str, int]) -> asyncio.subprocess.Process:
         main = child_path(CHILD_FILES[0])
-        command = bwrap_command(self.bwrap, self.limits, self.workdir, files, main, str(message_fd))
+        command = bwrap_command(self.bwrap, self.limits, files, main, str(message_fd))
         try:
             return await asyncio.create_subprocess_exec(
                 *command,

@@ -74,11 +74,12 @@ def interpreter() -> Interpreter:
 
 
 def bwrap_command(
-    bwrap: str, limits: SandboxLimits, workdir: str, files: Mapping[str, int], *args: str
+    bwrap: str, limits: SandboxLimits, files: Mapping[str, int], *args: str
 ) -> list[str]:
     """``bwrap ... python -I -S -u -X utf8 <args>``: every namespace unshared, a minimal read-only
-    file system, ``workdir`` as the only writable host path (at ``/work``). ``files`` maps file
-    names to readable fds whose contents become read-only files in ``CHILD_DIR``.
+    file system with no writable host path (``/work`` and ``/tmp`` are in-memory file systems of
+    the run's own, gone with it). ``files`` maps file names to readable fds whose contents become
+    read-only files in ``CHILD_DIR``.
 
     Python is the PID namespace's PID 1 (``--as-pid-1``), so bwrap itself reaps it: no zombie is
     left to the host's init, which may not reap (a containerised app is often PID 1 itself).
@@ -92,7 +93,7 @@ def bwrap_command(
         *("--unshare-all", "--unshare-user", "--disable-userns"),
         *("--die-with-parent", "--as-pid-1", "--new-session", "--hostname", "sandbox"),
         *_environment(python),
-        *_file_system(python, limits, workdir),
+        *_file_system(python, limits),
         *data,
         *("--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR),
         "--",
@@ -124,7 +125,10 @@ def _environment(python: Interpreter) -> list[str]:
     return args
 
 
-def _file_system(python: Interpreter, limits: SandboxLimits, workdir: str) -> list[str]:
+def _file_system(python: Interpreter, limits: SandboxLimits) -> list[str]:
+    """What the code sees of a file system. Nothing of it names a host path or device it could
+    not see anyway (``/proc/self/mountinfo`` lists the binds of ``/usr`` and the interpreter,
+    not where the run's files live: they are on tmpfs, not in a host directory)."""
     args = ["--ro-bind", "/usr", "/usr", *_system_links()]
     if not _is_under(python.prefix, "/usr"):
         args += ["--ro-bind", python.prefix, python.prefix]
@@ -133,7 +137,7 @@ def _file_system(python: Interpreter, limits: SandboxLimits, workdir: str) -> li
         *("--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"),
         *("--proc", "/proc", "--dev", "/dev"),
         *("--size", str(limits.max_file_mb * MIB), "--tmpfs", "/tmp"),
-        *("--bind", workdir, WORKDIR),
+        *("--size", str(limits.max_file_mb * MIB), "--tmpfs", WORKDIR),
     ]
 
 

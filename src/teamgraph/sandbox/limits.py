@@ -23,7 +23,8 @@ class SandboxLimits:
     * ``max_processes``: processes and threads alive at once in the sandbox (``RLIMIT_NPROC``,
       counted in the sandbox's own user namespace), its first process included.
     * ``max_output_bytes``: stdout and stderr together; the rest is cut off.
-    * ``max_file_mb``: size of one file written (``RLIMIT_FSIZE``), and of the ``/tmp`` tmpfs.
+    * ``max_file_mb``: size of one file written (``RLIMIT_FSIZE``), and of each of the ``/tmp``
+      and ``/work`` tmpfs.
     """
 
     wall_time_s: float = 10.0

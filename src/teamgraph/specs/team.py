@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -215,8 +216,11 @@ class TeamSpec(BaseModel):
         for member in self.members:
             for target in getattr(member, "can_handoff_to", []):
                 if target not in names:
+                    others = [n for n in names if n != member.name]
                     raise ValueError(
-                        f"members: {member.name!r} can_handoff_to unknown worker {target!r}"
+                        f"members: {member.name!r} can_handoff_to unknown member {target!r}"
+                        f"{_did_you_mean(target, others)}; it can hand off to: "
+                        f"{', '.join(others) or 'no other member'}"
                     )
         return self
 
@@ -261,3 +265,8 @@ Member = Annotated[
     Discriminator(_member_kind),
 ]
 TeamSpec.model_rebuild()
+
+
+def _did_you_mean(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
