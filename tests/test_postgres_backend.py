@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from teamgraph import Plan, Step
+from teamgraph import DatabaseUnavailable, Plan, Step
 from teamgraph.config import Settings
+from teamgraph.llm.offline import OfflineChatModel
 from teamgraph.runtime.team import Team
 
 from .conftest import PG_ADMIN
+from .faultkit import REQUEST
+from .faultproxy import FaultProxy
 from .test_approvals import _model, delete_record, executed
 
 
@@ -63,3 +67,57 @@ async def test_runs_go_on_after_every_connection_to_the_database_was_ended(pg_ur
         again = await runner.result("before")  # old runs read back: the store reconnected
     assert first.status == second.status == "completed"
     assert again.output == first.output and again.steps
+
+
+async def test_a_run_whose_connections_are_cut_mid_query_completes_redoing_no_step(
+    pg_url: str,
+) -> None:
+    """The database stalls, then every connection is cut while queries wait on it (a restart,
+    as clients see it): the run completes — in place when its next query finds a fresh
+    connection, or by a resume when a query was cut (``DatabaseUnavailable``: nothing was
+    marked failed) — and no finished step is run again."""
+    proxy = FaultProxy(("127.0.0.1", 5432))
+    await proxy.start()
+    settings = Settings(database_url=proxy.url(pg_url.rsplit("/", 1)[1]))
+    team = Team.from_dict(
+        {"name": "pg", "members": ["researcher", "writer"]},
+        settings=settings,
+        model=OfflineChatModel(latency=0.05),
+    )
+    events: list[Any] = []
+    stops = 0
+    try:
+        async with team.runner() as runner:
+            stream = runner.stream(REQUEST, run_id="cut")
+            while True:
+                try:
+                    async for event in stream:
+                        events.append(event)
+                        if event.type == "step_completed" and not proxy.cut:
+                            asyncio.get_running_loop().call_later(0.3, proxy.reset)
+                            proxy.stall(0.3)  # queries wait, then their connections are cut
+                    break
+                except DatabaseUnavailable:
+                    stops += 1
+                    row = await _eventually(lambda: runner.backend.runs.get("cut"))
+                    assert row.status == "running"  # stopped where it was, not failed
+                    stream = runner.resume_stream("cut")
+            result = await runner.result("cut")
+    finally:
+        await proxy.stop()
+    assert result.status == "completed" and proxy.cut >= 1 and stops <= 1
+    completed = [e.step_id for e in events if e.type == "step_completed"]
+    assert sorted(completed) == sorted(set(completed))  # no finished step ran twice
+    assert {s.id for s in result.steps} == set(completed)
+
+
+async def _eventually(read: Any, within_s: float = 30.0) -> Any:
+    """``read()`` once the database answers again (the outage is over)."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while True:
+        try:
+            return await read()
+        except Exception:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.1)

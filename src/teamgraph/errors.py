@@ -59,6 +59,12 @@ class BudgetExceeded(RunStop):
         self.limit, self.allowed, self.reached = limit, allowed, reached
 
 
+class DatabaseUnavailable(RunStop):
+    """The run's database could not be reached (restarted, connections cut, refused, a SQLite
+    file locked past its busy timeout, a full disk). The run stopped where it was — nothing was
+    marked failed — and resumes from its last checkpoint once the database answers again."""
+
+
 class ModelUnavailable(RunStop):
     """A model provider cannot serve the run: still failing after the retries (timeouts, 429,
     5xx, connection errors) or refusing access (401, 403, 404 — a key or a model name to fix).

@@ -15,11 +15,13 @@ from teamgraph.faults import point
 from teamgraph.status import END_EVENTS, EXECUTING, PAUSE_EVENTS
 from teamgraph.storage.direct import Statement
 from teamgraph.storage.notify import EVENTS, Notifications
+from teamgraph.storage.outages import is_outage
 from teamgraph.storage.run_store import RunStore
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL = 0.05  # seconds an event may wait before its batch is written
 BATCH = 100  # stored events a reader gets at once
+OUTAGE_S = 120.0  # how long a batch waits for an unreachable database before it is given up
 STOPS = {*END_EVENTS, *PAUSE_EVENTS}  # an execution's last events
 
 Subscriber = asyncio.Queue[BaseEvent | None]  # ``None``: this execution of the run has ended
@@ -154,24 +156,42 @@ class EventWriter:
                     event_log.mark_stored(len(events))
 
     async def _store(self, batch: list[tuple[EventLog, list[BaseEvent], list[Statement]]]) -> None:
-        """One transaction for the whole batch; if it fails, one per run, so that what one run
-        cannot store never costs another run its events."""
-        try:
-            events = [e for _, some, _ in batch for e in some]
-            await self.store.append(events, *(s for _, _, also in batch for s in also))
-            point("events.stored")
+        """One transaction for the whole batch; if the database refuses it, one per run, so
+        that what one run cannot store never costs another run its events."""
+        events = [e for _, some, _ in batch for e in some]
+        if await self._append(events, [s for _, _, also in batch for s in also]):
             return
-        except Exception:
-            if len(batch) == 1:
-                log.exception("could not store %d events", len(batch[0][1]))
-                return
-        for _, events, also in batch:
+        if len(batch) > 1:
+            for _, some, also in batch:
+                await self._append(some, also)
+
+    async def _append(self, events: list[BaseEvent], also: list[Statement]) -> bool:
+        """Store ``events`` with ``also``; False when the database refuses them. While the
+        database is unreachable (an outage) the write is tried again, for up to
+        ``OUTAGE_S``: the runs go on, their events wait in memory."""
+        delay, waited = 0.1, 0.0
+        while True:
             try:
+                if waited and events and await self._committed(events[-1]):
+                    return True  # the last attempt committed; only its answer was lost
                 await self.store.append(events, *also)
-            except Exception:  # the run goes on; its live subscribers still get every event
-                runs = sorted({e.run_id for e in events})
-                log.exception("could not store %d events of runs %s", len(events), runs)
-        point("events.stored")
+                point("events.stored")
+                return True
+            except Exception as exc:
+                if not is_outage(exc) or waited >= OUTAGE_S:
+                    runs = sorted({e.run_id for e in events})
+                    log.exception("could not store %d events of runs %s", len(events), runs)
+                    return False
+                log.warning("storing events waits for the database (%s)", exc)
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 2.0)
+
+    async def _committed(self, event: BaseEvent) -> bool:
+        """Whether ``event`` is stored (the few events from it on are read, to the end)."""
+        return any(
+            [e.seq == event.seq async for e in self.store.events(event.run_id, event.seq - 1)]
+        )
 
 
 async def replay(
@@ -247,6 +267,7 @@ async def follow(
                 last, tail = batch[-1].seq, batch[-1].type
                 yield batch
             if tail in END_EVENTS:
+                await _status_written(store, run_id)
                 return
             wait = poll_s
             if not tail or tail in PAUSE_EVENTS:  # nothing yet, or paused: is it still going?
@@ -260,3 +281,14 @@ async def follow(
                 await asyncio.wait_for(told.get(), wait)
             while not told.empty():
                 told.get_nowait()
+
+
+async def _status_written(store: RunStore, run_id: str, within_s: float = 5.0) -> None:
+    """Wait (briefly) until the run's row says how it ended: its status is written just after
+    its last events, and a reader whose stream has ended may ask for it at once. A process that
+    died between the two leaves the status to the worker that takes the run over."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while (await store.get(run_id)).status in EXECUTING:
+        if asyncio.get_running_loop().time() > deadline:
+            return
+        await asyncio.sleep(0.02)

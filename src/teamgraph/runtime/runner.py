@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt
 
 from teamgraph.durable import Journal
-from teamgraph.errors import BudgetExceeded, RunConflict, UsageError
+from teamgraph.errors import BudgetExceeded, DatabaseUnavailable, RunConflict, UsageError
 from teamgraph.events import (
     BaseEvent,
     Event,
@@ -51,6 +51,7 @@ from teamgraph.runtime.results import build_result
 from teamgraph.specs.team import TeamSpec
 from teamgraph.status import FINISHED
 from teamgraph.storage.models import utcnow
+from teamgraph.storage.outages import is_outage, stopped
 from teamgraph.storage.run_store import ROW_RESERVE, SeqBlock
 from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
@@ -511,7 +512,11 @@ class Runner:
             ctx.emit(RunCancelled, reason="cancelled")
             await self._save(ctx, status="cancelled", error="cancelled")
             raise
+        except DatabaseUnavailable:
+            raise  # nothing can be written: the run stays as it is, resumable
         except Exception as exc:
+            if is_outage(exc):  # met outside teamgraph's own stores (the checkpointer)
+                raise stopped(exc) from exc
             ctx.emit(RunFailed, error=f"{type(exc).__name__}: {exc}")
             await self._save(ctx, status="failed", error=f"{type(exc).__name__}: {exc}")
         finally:

@@ -1,6 +1,9 @@
 """Where a run's step ledger and journal (:mod:`teamgraph.durable`) are kept: two tables of a
 SQLite file, or a LangGraph ``BaseStore`` (PostgreSQL's).
 
+A write that meets an outage (:mod:`teamgraph.storage.outages`) stops the whole run, resumable,
+rather than failing the step that was writing.
+
 In SQLite: ``tg_step_ledger`` (key: run id and step id) and ``tg_journal`` (key: the journal
 key, which starts with the run id), written through the file's :class:`LoopFirst` lanes — a
 record is committed before the write returns, and the event loop never waits for the lock.
@@ -15,6 +18,7 @@ from typing import Any
 from langgraph.store.base import BaseStore
 
 from teamgraph.durable import StepRecord, journal_run
+from teamgraph.storage.outages import stops_on_outage
 from teamgraph.storage.sqlite import LoopFirst, autocommit_lanes
 
 _SCHEMA = (
@@ -44,11 +48,13 @@ class SqliteStepLedger:
     def __init__(self, lanes: LoopFirst[sqlite3.Connection]) -> None:
         self.lanes = lanes
 
+    @stops_on_outage
     async def load(self, run_id: str) -> dict[str, StepRecord]:
         query = "SELECT step_id, record FROM tg_step_ledger WHERE run_id = ?"
         rows = await self.lanes.run(lambda conn: conn.execute(query, (run_id,)).fetchall())
         return {step_id: StepRecord.model_validate_json(record) for step_id, record in rows}
 
+    @stops_on_outage
     async def save(self, run_id: str, record: StepRecord) -> None:
         statement = (
             "INSERT OR REPLACE INTO tg_step_ledger (run_id, step_id, record) VALUES (?, ?, ?)"
@@ -63,15 +69,18 @@ class SqliteJournal:
     def __init__(self, lanes: LoopFirst[sqlite3.Connection]) -> None:
         self.lanes = lanes
 
+    @stops_on_outage
     async def recall(self, key: str) -> str | None:
         query = "SELECT value FROM tg_journal WHERE key = ?"
         row = await self.lanes.run(lambda conn: conn.execute(query, (key,)).fetchone())
         return None if row is None else str(row[0])
 
+    @stops_on_outage
     async def record(self, key: str, value: str) -> None:
         statement = "INSERT OR REPLACE INTO tg_journal (key, value) VALUES (?, ?)"
         await self.lanes.run(lambda conn: conn.execute(statement, (key, value)))
 
+    @stops_on_outage
     async def values(self, run_id: str) -> list[str]:
         query = "SELECT value FROM tg_journal WHERE key > ? AND key < ?"  # keys 'run_id/...'
         bounds = (f"{run_id}/", f"{run_id}0")  # '0' follows '/' in every collation
@@ -86,10 +95,12 @@ class StoreStepLedger:
     def __init__(self, store: BaseStore) -> None:
         self.store = store
 
+    @stops_on_outage
     async def load(self, run_id: str) -> dict[str, StepRecord]:
         items = await self.store.asearch(("teamgraph", "steps", run_id), limit=100_000)
         return {item.key: StepRecord.model_validate(item.value) for item in items}
 
+    @stops_on_outage
     async def save(self, run_id: str, record: StepRecord) -> None:
         value: dict[str, Any] = record.model_dump(mode="json")
         await self.store.aput(("teamgraph", "steps", run_id), record.step_id, value, index=False)
@@ -102,14 +113,17 @@ class StoreJournal:
     def __init__(self, store: BaseStore) -> None:
         self.store = store
 
+    @stops_on_outage
     async def recall(self, key: str) -> str | None:
         item = await self.store.aget(("teamgraph", "journal", journal_run(key)), key)
         return None if item is None else str(item.value["v"])
 
+    @stops_on_outage
     async def record(self, key: str, value: str) -> None:
         namespace = ("teamgraph", "journal", journal_run(key))
         await self.store.aput(namespace, key, {"v": value}, index=False)
 
+    @stops_on_outage
     async def values(self, run_id: str) -> list[str]:
         items = await self.store.asearch(("teamgraph", "journal", run_id), limit=1_000_000)
         return [str(item.value["v"]) for item in items]

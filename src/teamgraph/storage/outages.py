@@ -1,0 +1,101 @@
+"""Which errors mean "the database cannot be reached right now" — as opposed to a query that is
+wrong or data the database refuses.
+
+An outage (a restart, a terminated connection, a refused or timed-out connection, a full pool, a
+SQLite file locked past its busy timeout or a full disk) stops what was being written without
+deciding anything: a run that meets one stops where it is, resumable, and is resumed once the
+database answers again; a request that meets one gets 503 with ``Retry-After``. Anything else
+is an error of its own kind.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from typing import Any, ParamSpec, TypeVar
+
+from teamgraph.errors import DatabaseUnavailable
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# PostgreSQL SQLSTATEs of a connection that failed or a server that is going away
+_GONE = ("57P01", "57P02", "57P03", "53300")  # admin/crash shutdown, starting up, too many
+_SQLITE = ("database is locked", "database table is locked", "disk is full", "disk i/o error")
+
+
+def stopped(error: BaseException) -> DatabaseUnavailable:
+    """What a run that met the outage ``error`` stops with (raise it ``from error``)."""
+    return DatabaseUnavailable(
+        f"the database could not be reached ({type(error).__name__}: {error}); the run stopped "
+        "where it was and resumes from its last checkpoint once the database is back"
+    )
+
+
+@contextmanager
+def stopping_on_outage() -> Iterator[None]:
+    """Turn an outage met inside the block into :class:`DatabaseUnavailable`, which stops the
+    whole run (resumable) rather than failing the step that happened to be writing."""
+    try:
+        yield
+    except DatabaseUnavailable:
+        raise
+    except Exception as exc:
+        if is_outage(exc):
+            raise stopped(exc) from exc
+        raise
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` (or the driver error it wraps) says the database is unreachable or
+    unusable for now, so the same work may succeed once it is back. Only database drivers'
+    errors count: a model provider's refused connection is not the database's."""
+    return any(_outage(cause) for cause in _causes(error))
+
+
+def _outage(error: BaseException) -> bool:
+    if isinstance(error, sqlite3.OperationalError):
+        return any(text in str(error).lower() for text in _SQLITE)
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None and isinstance(error, psycopg.Error):
+        state = error.sqlstate
+        if state is None:  # raised by the client: the connection broke, timed out, was closed
+            return isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)
+        return bool(state.startswith("08") or state in _GONE)
+    pool = sys.modules.get("psycopg_pool")
+    if pool is not None and isinstance(error, pool.PoolTimeout | pool.PoolClosed):
+        return True
+    sqlalchemy = sys.modules.get("sqlalchemy.exc")
+    if sqlalchemy is not None:
+        if isinstance(error, sqlalchemy.TimeoutError):  # no connection free in the pool
+            return True
+        if isinstance(error, sqlalchemy.DBAPIError) and error.connection_invalidated:
+            return True
+    return False
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and what it wraps: SQLAlchemy's ``orig``, an explicit ``raise … from``."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__
+
+
+def stops_on_outage(
+    method: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """``method`` (a coroutine function) with :func:`stopping_on_outage` around it."""
+
+    @functools.wraps(method)
+    async def guarded(*args: P.args, **kwargs: P.kwargs) -> T:
+        with stopping_on_outage():
+            return await method(*args, **kwargs)
+
+    return guarded
