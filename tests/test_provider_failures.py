@@ -6,6 +6,7 @@ keep a fan-out under the provider's rate."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ from langchain_core.messages.ai import UsageMetadata
 
 from teamgraph import Team
 from teamgraph.config import ProviderSettings
-from teamgraph.llm.limits import Gate
+from teamgraph.llm.limits import Gate, SharedBucket
 from teamgraph.llm.pricing import PriceTable
 from teamgraph.plan import Plan, Step
 
@@ -262,3 +263,33 @@ async def test_tokens_per_minute_charge_what_the_provider_reported() -> None:
     started = time.monotonic()
     await gate.through(big, [HumanMessage("x" * 2_000)])  # ~500 tokens: the bucket is spent
     assert 0.3 <= time.monotonic() - started <= 3.0
+
+
+async def test_a_rate_is_shared_by_every_process_on_the_database(pg_url: str) -> None:
+    """Two processes' gates (two engines on one database) at 30 requests a minute: between
+    them, each request is given the next 2-second slot of one schedule, not one each."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from teamgraph.storage.migrate import upgrade
+    from teamgraph.storage.rates import SharedRates
+
+    url = pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
+    engines = [create_async_engine(url), create_async_engine(url)]
+    await upgrade(engines[0])
+    options = ProviderSettings(requests_per_minute=30)
+    gates = [Gate(options, SharedRates(engine), "openai") for engine in engines]
+    try:
+        slots = []
+        for n in range(6):  # far faster than 30 a minute: every one waits for its slot
+            bucket = gates[n % 2].requests
+            assert isinstance(bucket, SharedBucket)
+            await bucket.charge(1)  # reserve without waiting (acquire would sleep)
+            async with engines[0].connect() as conn:
+                tat = (await conn.execute(text("SELECT tat FROM rate_limits"))).scalar_one()
+            slots.append(tat)
+    finally:
+        for engine in engines:
+            await engine.dispose()
+    gaps = [round(later - earlier, 6) for earlier, later in itertools.pairwise(slots)]
+    assert gaps == [2.0] * 5  # one schedule across both processes: 30 a minute in all

@@ -16,7 +16,8 @@ DEFAULT_TIMEOUT_S = 120.0
 class ProviderSettings(BaseModel):
     """How teamgraph talks to one provider, or one provider's model (``providers`` setting,
     keyed ``openai``, ``anthropic``, ``ollama`` or ``provider:model``; a model's entry is merged
-    over its provider's). Limits are shared by every run of the process."""
+    over its provider's). Rates are shared by every process on the database (PostgreSQL) or of
+    the process (SQLite); ``max_concurrency`` is per process."""
 
     model_config = ConfigDict(extra="forbid")
 

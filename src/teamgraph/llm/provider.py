@@ -13,12 +13,14 @@ from teamgraph.llm import limits
 from teamgraph.llm.resolve import resolve_model
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
+from teamgraph.storage.rates import SharedRates
 
 
 class ModelProvider:
     """Resolves and caches models. ``overrides`` maps a role (agent name, ``planner``,
     ``synthesizer``) to a model instance; ``default`` replaces every unmapped role's model;
-    ``stand_in`` is returned for every model named in a spec (with its name, for prices)."""
+    ``stand_in`` is returned for every model named in a spec (with its name, for prices);
+    ``rates``: where the providers' rates are kept when several processes share them."""
 
     def __init__(
         self,
@@ -26,8 +28,10 @@ class ModelProvider:
         overrides: Mapping[str, BaseChatModel] | None = None,
         default: BaseChatModel | None = None,
         stand_in: BaseChatModel | None = None,
+        rates: SharedRates | None = None,
     ) -> None:
         self.settings = settings
+        self.rates = rates  # the rates every process on the database shares (PostgreSQL)
         self.overrides = dict(overrides or {})
         self.default = default
         self.stand_in = stand_in  # used instead of building a model by name (a replayed run)
@@ -65,4 +69,4 @@ class ModelProvider:
         ):
             return None
         shared = model if model in self.settings.providers else model.partition(":")[0]
-        return limits.gate(shared, options)
+        return limits.gate(shared, options, self.rates)

@@ -24,6 +24,7 @@ from teamgraph.knowledge import KnowledgeBase
 from teamgraph.storage import sqlite
 from teamgraph.storage.checkpoints import SqliteCheckpointer, with_crash_points
 from teamgraph.storage.direct import Direct
+from teamgraph.storage.rates import SharedRates
 from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStepLedger
 from teamgraph.storage.run_store import PostgresRunStore, RunStore, SqlRunStore
 
@@ -43,6 +44,7 @@ class Backend:
     knowledge: KnowledgeBase
     engine: AsyncEngine
     direct: Direct  # hot-path reads and short writes that never wait on the event loop
+    rates: SharedRates | None = None  # provider rates shared by every process (PostgreSQL)
 
 
 @asynccontextmanager
@@ -148,7 +150,8 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
             await runs.setup()
         knowledge = KnowledgeBase(settings.knowledge_path.resolve())
         ledger, journal = StoreStepLedger(store), StoreJournal(store)
-        yield Backend(saver, store, ledger, journal, runs, knowledge, engine, direct)
+        rates = SharedRates(engine)
+        yield Backend(saver, store, ledger, journal, runs, knowledge, engine, direct, rates)
 
 
 def _langgraph_pool(url: str, size: int) -> Any:

@@ -81,7 +81,9 @@ class Runner:
         self.slots = slots
         self.hooks = tuple(hooks)
         self.writer = writer or EventWriter(backend.runs)
-        self.models = ModelProvider(config.settings, config.models, config.model)
+        self.models = ModelProvider(
+            config.settings, config.models, config.model, rates=backend.rates
+        )
         self.prices = PriceTable.load(config.settings.prices_file)
         self.templates: dict[str, Template] = available(
             config.settings.templates_dirs, team.workflow.templates_dirs
@@ -414,7 +416,9 @@ class Runner:
         models = self.models
         if cassette is not None and cassette.replaying:  # every named model: the recording
             config = self.config
-            models = ModelProvider(config.settings, config.models, config.model, StandIn())
+            models = ModelProvider(
+                config.settings, config.models, config.model, StandIn(), self.backend.rates
+            )
         return RunContext(
             run_id=run_id,
             thread_id=thread_id,

@@ -103,6 +103,16 @@ class ApiKeyRow(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+class RateLimitRow(Base):
+    """A rate shared by every process on the database (GCRA): ``tat`` is the theoretical
+    arrival time, in seconds since the epoch, of the next unit the rate admits."""
+
+    __tablename__ = "rate_limits"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tat: Mapped[float] = mapped_column(Float)
+
+
 class MessageRow(Base):
     __tablename__ = "messages"
 
