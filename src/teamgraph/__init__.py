@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from teamgraph.errors import (
         AgentFailed,
         ApprovalPending,
+        AwaitingHuman,
         BudgetExceeded,
         ControlSignal,
         LeaseLost,
@@ -46,6 +47,7 @@ _HOMES = {
     "teamgraph.errors": (
         "AgentFailed",
         "ApprovalPending",
+        "AwaitingHuman",
         "BudgetExceeded",
         "ControlSignal",
         "LeaseLost",
@@ -78,6 +80,7 @@ __all__ = [
     "AgentFailed",
     "AgentSpec",
     "ApprovalPending",
+    "AwaitingHuman",
     "BudgetExceeded",
     "ControlSignal",
     "Event",

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
@@ -22,6 +23,7 @@ from teamgraph.planning.templates import Template
 from teamgraph.specs.team import TeamSpec
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
+MIN_SUPERSTEPS = 100
 
 
 class RunState(TypedDict, total=False):
@@ -92,3 +94,9 @@ class Pattern:
     start: Callable[[TeamSpec, RunInput], dict[str, Any]] = plain_input
     outcome: Callable[[Mapping[str, Any]], Outcome] = plain_outcome
     supersteps: Callable[[TeamSpec], int] = lambda team: 100  # LangGraph's recursion limit
+
+    def thread_config(self, team: TeamSpec, thread_id: str) -> RunnableConfig:
+        """LangGraph's config for a thread of ``team`` (its checkpoints, its limits): a run's
+        thread, or a nested team's."""
+        limit = max(MIN_SUPERSTEPS, self.supersteps(team))
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": limit}

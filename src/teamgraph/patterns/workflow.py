@@ -24,7 +24,7 @@ from teamgraph.errors import PlanValidationError
 from teamgraph.events import PlanCreated, RunStatus
 from teamgraph.journal import JournalKey
 from teamgraph.ledger import StepRecord
-from teamgraph.patterns._interrupts import with_approvals
+from teamgraph.patterns._interrupts import with_pauses
 from teamgraph.patterns._steps import execute_plan
 from teamgraph.patterns.contract import (
     Outcome,
@@ -133,7 +133,7 @@ async def execute_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Wo
     ctx = runtime.context
     shared = ctx.adopt_state(state.get("shared_state"))
     plan = Plan.model_validate(state["plan"])
-    records, over = await with_approvals(ctx, lambda local: execute_plan(plan, local))
+    records, over = await with_pauses(ctx, lambda local: execute_plan(plan, local))
     stopped = str(over) if over else ""
     update: WorkflowState = {
         "steps": {k: r.model_dump(mode="json") for k, r in records.items()},

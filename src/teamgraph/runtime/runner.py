@@ -55,8 +55,6 @@ from teamgraph.storage.run_store import ROW_RESERVE, SeqBlock
 from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
 
-MIN_SUPERSTEPS = 100
-
 
 class Runner:
     """Runs one team against a :class:`Backend`. ``slots`` (shared by a server's runners) bounds
@@ -435,6 +433,7 @@ class Runner:
             usage=UsageTracker(self.prices, self.team.budget),
             templates=self.templates,
             cassette=cassette,
+            checkpointer=self.backend.checkpointer,
         )
 
     def _emitter(
@@ -451,8 +450,7 @@ class Runner:
 
     def thread_config(self, thread_id: str) -> RunnableConfig:
         """LangGraph's config for a thread of this team (its checkpoints, its limits)."""
-        limit = max(MIN_SUPERSTEPS, self.pattern.supersteps(self.team))
-        return {"configurable": {"thread_id": thread_id}, "recursion_limit": limit}
+        return self.pattern.thread_config(self.team, thread_id)
 
     async def _drive(
         self,
