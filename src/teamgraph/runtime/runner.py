@@ -37,7 +37,7 @@ from teamgraph.llm.cassette import Cassette, StandIn
 from teamgraph.llm.pricing import PriceTable
 from teamgraph.llm.provider import ModelProvider
 from teamgraph.llm.usage import UsageTracker
-from teamgraph.patterns import pattern_of, workflow
+from teamgraph.patterns import pattern_of
 from teamgraph.patterns.contract import Outcome, RunInput
 from teamgraph.plan import Plan
 from teamgraph.planning.templates import Template, available
@@ -159,8 +159,8 @@ class Runner:
             if accepted:
                 await self._prepare()
             if plan is not None:  # kept for a start again before the first checkpoint
-                await ctx.journal.keep_input_plan(run_id, plan.model_dump())
-            await _announce_input_plan(ctx, graph_input, fresh=True)
+                await ctx.journal.keep_input_plan(run_id, plan.to_dict())
+            await self.pattern.announce_input(ctx, graph_input, True)
 
         async with aclosing(self._drive(graph_input, ctx, queue, log, begin, into)) as events:
             async for event in events:
@@ -232,7 +232,7 @@ class Runner:
             command = await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
         elif snapshot.metadata is None:  # stopped before its first checkpoint: start again
             given = await Journal(self.ledger).input_plan(run_id)
-            plan = None if given is None else Plan.model_validate(given)
+            plan = None if given is None else Plan.from_dict(given)
             command = self.pattern.start(
                 self.team, RunInput(row.input, row.template, plan, self.templates)
             )
@@ -246,7 +246,7 @@ class Runner:
         await self._announce_resume(ctx, snapshot.values)
 
         async def begin() -> None:  # a plan in the new input: announced unless it was
-            await _announce_input_plan(ctx, command)
+            await self.pattern.announce_input(ctx, command, False)
 
         async with aclosing(self._drive(command, ctx, queue, log, begin, into)) as events:
             async for event in events:
@@ -309,7 +309,7 @@ class Runner:
             plan_name=info.plan.name,
             tier=info.tier,
             confidence=info.plan.confidence,
-            steps=[step.model_dump() for step in info.plan.steps],
+            steps=info.plan.to_dict()["steps"],
         )
 
     async def pending(self, run_id: str) -> list[dict[str, Any]]:
@@ -590,11 +590,3 @@ def _knowledge(team: TeamSpec) -> list[str]:
         if isinstance(member, TeamSpec):
             paths += _knowledge(member)
     return paths
-
-
-async def _announce_input_plan(ctx: RunContext, graph_input: Any, fresh: bool = False) -> None:
-    """The plan a run's input carries (explicit, or a template's), announced as the plan node
-    announces the plans it makes: the graph starts with ``execute``."""
-    if isinstance(graph_input, dict) and graph_input.get("planned"):
-        plan = Plan.model_validate(graph_input["plan"])
-        await workflow.announce_plan(ctx, plan, graph_input["tier"], [], fresh=fresh)
