@@ -28,9 +28,9 @@ from typing import Any
 
 import yaml
 
-from teamgraph.plan import Plan
+from teamgraph.plan import Plan, PlanDecision
 from teamgraph.planning.routing import WorkerInfo
-from teamgraph.planning.rules import RulesPlan, plan_by_rules
+from teamgraph.planning.rules import plan_by_rules
 from teamgraph.planning.templates import available
 
 HERE = Path(__file__).resolve().parent
@@ -104,11 +104,11 @@ def orders(members: list[WorkerInfo]) -> list[list[WorkerInfo]]:
 
 def plan_for(
     request: str, members: list[WorkerInfo], default: str, templates: dict[str, Any]
-) -> RulesPlan:
+) -> PlanDecision:
     return plan_by_rules(request, members, default, templates)
 
 
-def judge(case: Case, ruled: RulesPlan, report: Report) -> None:
+def judge(case: Case, ruled: PlanDecision, report: Report) -> None:
     plan = ruled.plan
     workers = [s.worker for s in plan.steps]
     report.tiers[f"{case.kind} → {ruled.tier}"] += 1

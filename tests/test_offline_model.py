@@ -22,8 +22,7 @@ from teamgraph import prompts
 from teamgraph.brief import Brief, Member, briefed
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.llm.offline import OfflineChatModel
-from teamgraph.patterns.planner import parse_plan
-from teamgraph.plan import Plan
+from teamgraph.plan import Plan, PlanRules
 from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
 from teamgraph.specs.builtin import BUILTIN_WORKERS
 from teamgraph.tools.search_docs import make_search_docs_tool
@@ -87,7 +86,7 @@ def plan_for(model: OfflineChatModel, request: str, max_steps: int = 10) -> Plan
     with briefed(planner_brief(request, max_steps)):
         reply = model.invoke(planner_turn(request, max_steps))
     assert reply.text.lstrip().startswith("```json"), reply.text
-    plan, errors = parse_plan(reply.text, RESEARCH_MEMBERS, max_steps)
+    plan, errors = PlanRules(tuple(RESEARCH_MEMBERS), max_steps).parse(reply.text)
     assert plan is not None, errors
     assert errors == []
     return plan

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from teamgraph import Plan, PlanValidationError, Step
-from teamgraph.plan import depth_of, plan_errors, validate_plan
+from teamgraph.plan import PlanRules, depth_of, plan_errors, validate_plan
 
 WORKERS = ["researcher", "writer"]
 
@@ -50,3 +52,49 @@ def test_validate_raises_with_every_error() -> None:
     with pytest.raises(PlanValidationError) as info:
         validate_plan(plan, WORKERS)
     assert len(info.value.errors) == 3
+
+
+RULES = PlanRules(tuple(WORKERS), max_steps=3)
+REPLY = '{"name": "n", "steps": [{"id": "a", "worker": "writer", "task": "write"}]}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [REPLY, f"Here is the plan:\n```json\n{REPLY}\n```\nDone.", f"Sure! {REPLY} Hope it helps."],
+)
+def test_a_models_plan_is_read_bare_fenced_or_with_text_around(text: str) -> None:
+    plan, errors = RULES.parse(text)
+    assert errors == [] and plan is not None
+    assert [(s.id, s.worker, s.task) for s in plan.steps] == [("a", "writer", "write")]
+
+
+def test_a_reply_that_is_no_plan_says_why() -> None:
+    plan, errors = RULES.parse("no plan today")
+    assert plan is None and len(errors) == 1 and errors[0].startswith("reply is not valid JSON")
+    plan, errors = RULES.parse('{"steps": [{"id": "a", "worker": "writer"}]}')
+    assert plan is None and errors == ["steps.0.task: Field required"]
+
+
+def test_a_parsed_plan_that_breaks_a_rule_comes_with_every_broken_rule() -> None:
+    plan, errors = RULES.parse('{"steps": [{"id": "a", "worker": "poet", "task": "t"}]}')
+    assert plan is not None
+    assert errors == ["step 'a' uses unknown worker 'poet'; known workers: researcher, writer"]
+    with pytest.raises(PlanValidationError):
+        RULES.check(plan)
+
+
+def test_the_dict_form_holds_the_whole_plan() -> None:
+    plan = Plan(
+        name="n",
+        reasoning="r",
+        confidence=0.5,
+        entities=["x", "y"],
+        aspects=["cost"],
+        steps=[
+            Step(id="a", worker="writer", task="t"),
+            Step(id="b", worker="w", task="u", depends_on=["a"]),
+        ],
+    )
+    data = plan.to_dict()
+    assert json.loads(json.dumps(data)) == data  # plain JSON values: state, journal, events
+    assert Plan.from_dict(data) == plan

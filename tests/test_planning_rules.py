@@ -8,7 +8,7 @@ import pytest
 
 from teamgraph.errors import PlanValidationError, SpecError
 from teamgraph.plan import plan_errors
-from teamgraph.planning.parsing import parse_comparison
+from teamgraph.planning.request_structure import parse_comparison
 from teamgraph.planning.routing import WorkerInfo, overlap_score, route, routing
 from teamgraph.planning.rules import decompose, plan_by_rules
 from teamgraph.planning.templates import (

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from teamgraph.errors import (
         AgentFailed,
         ApprovalPending,
+        AwaitingHuman,
         BudgetExceeded,
         ControlSignal,
         DatabaseUnavailable,
@@ -47,6 +48,7 @@ _HOMES = {
     "teamgraph.errors": (
         "AgentFailed",
         "ApprovalPending",
+        "AwaitingHuman",
         "BudgetExceeded",
         "ControlSignal",
         "DatabaseUnavailable",
@@ -80,6 +82,7 @@ __all__ = [
     "AgentFailed",
     "AgentSpec",
     "ApprovalPending",
+    "AwaitingHuman",
     "BudgetExceeded",
     "ControlSignal",
     "DatabaseUnavailable",

@@ -20,7 +20,12 @@ class ControlSignal(TeamgraphError):
     """Not a failure: tells the run loop to do something (retry, pause)."""
 
 
-class ApprovalPending(ControlSignal):
+class AwaitingHuman(ControlSignal):
+    """A part of the run waits for a human's reply — a tool call for a decision, a nested team
+    for an answer or decisions: the run pauses, and resumes once the reply is given."""
+
+
+class ApprovalPending(AwaitingHuman):
     """A sensitive tool call waits for a human decision; the run pauses (and resumes later)."""
 
     def __init__(self, approval_id: str) -> None:

@@ -78,6 +78,11 @@ class ApprovalPause(BaseModel):
 class ClarificationPause(BaseModel):
     type: Literal["clarification"] = "clarification"
     question: str
+    asked: list[str] = Field(
+        default_factory=list,
+        description="The nested teams' questions this one relays (by key): its reply answers "
+        "them all and names them again.",
+    )
 
 
 Pause = Annotated[ApprovalPause | ClarificationPause, Field(discriminator="type")]

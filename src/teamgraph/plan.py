@@ -1,12 +1,27 @@
-"""Plans and steps: what a workflow run will do, and the rules a valid plan obeys."""
+"""Plans: what a workflow run will do, the rules a valid plan obeys, reading a plan from a
+model's reply, and the dict form graph state and the journal keep it in.
+
+Every caller goes through this module: the planner parses and checks a model's plan here
+(:meth:`PlanRules.parse`; a plan that breaks a rule is sent back once with :meth:`PlanRules.errors`
+listed), the workflow validates explicit and template plans here (:meth:`PlanRules.check`), and a
+plan crosses graph state, the journal and events as :meth:`Plan.to_dict` and comes back with
+:meth:`Plan.from_dict`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from teamgraph.errors import PlanValidationError
+from teamgraph.events import PlannerTier
+
+_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
 class Step(BaseModel):
@@ -39,6 +54,57 @@ class Plan(BaseModel):
             if step.id == step_id:
                 return step
         raise KeyError(step_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as graph state, the journal and events keep it (plain JSON values)."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Plan:
+        """The plan back from its :meth:`to_dict` form."""
+        return cls.model_validate(data)
+
+
+@dataclass(frozen=True)
+class PlanDecision:
+    """A run's plan, the planner tier that produced it, and why earlier tiers were passed
+    over."""
+
+    plan: Plan
+    tier: PlannerTier
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanRules:
+    """What a valid plan for one team obeys: its workers are the team's members, it has between
+    one and ``max_steps`` steps, its ids are unique and its dependencies exist and form no
+    cycle."""
+
+    workers: tuple[str, ...]
+    max_steps: int = 10
+
+    def errors(self, plan: Plan) -> list[str]:
+        """Every rule ``plan`` breaks, as sentences a person (or the planner model, asked to
+        repair it) can act on; empty when the plan is valid."""
+        return plan_errors(plan, self.workers, self.max_steps)
+
+    def check(self, plan: Plan) -> Plan:
+        """``plan`` unchanged, or :class:`PlanValidationError` listing every problem."""
+        return validate_plan(plan, self.workers, self.max_steps)
+
+    def parse(self, text: str) -> tuple[Plan | None, list[str]]:
+        """A plan from a model's reply (bare or fenced JSON, text around it ignored), and every
+        rule it breaks (or why it is no plan at all)."""
+        match = _FENCED.search(text)
+        raw = match.group(1) if match else text[text.find("{") : text.rfind("}") + 1]
+        try:
+            plan = Plan.model_validate(json.loads(raw))
+        except json.JSONDecodeError as exc:
+            return None, [f"reply is not valid JSON: {exc}"]
+        except ValidationError as exc:
+            return None, [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        return plan, self.errors(plan)
 
 
 def plan_errors(plan: Plan, workers: Iterable[str], max_steps: int = 10) -> list[str]:

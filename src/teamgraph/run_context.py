@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 
 from teamgraph.durable import Journal, StepLedger
@@ -100,6 +101,9 @@ class RunContext:
     approvals: bool = True  # sensitive tool calls pause the run for a human decision
     decisions: dict[str, Decision] = field(default_factory=dict)  # by approval request id
     pending: list[ApprovalRequest] = field(default_factory=list)  # approvals asked in this pass
+    answers: dict[str, str] = field(default_factory=dict)  # to nested teams' questions, by key
+    questions: list[tuple[str, str]] = field(default_factory=list)  # (key, question) this pass
+    checkpointer: BaseCheckpointSaver[Any] | None = None  # where nested teams keep their threads
     sandbox: Any = None  # teamgraph.sandbox.Sandbox, created on first use by codeact agents
     store: Any = None  # a LangGraph BaseStore for notes shared across agents and threads
     user_id: str = "default"

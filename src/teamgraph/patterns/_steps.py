@@ -8,7 +8,7 @@ from collections import deque
 
 from teamgraph import prompts
 from teamgraph.durable import StepRecord
-from teamgraph.errors import ApprovalPending, BudgetExceeded, RunStop
+from teamgraph.errors import AwaitingHuman, BudgetExceeded, RunStop
 from teamgraph.events import StepCompleted, StepFailed, StepSkipped, StepStarted, StepState
 from teamgraph.faults import point
 from teamgraph.patterns._members import run_member
@@ -206,8 +206,8 @@ async def run_step(
         )
     except RunStop:
         raise  # stops the whole run, not just this step
-    except ApprovalPending:
-        return None  # the step resumes once the human has decided
+    except AwaitingHuman:
+        return None  # the step resumes once the human has replied
     except Exception as exc:
         return StepRecord(
             step_id=step.id,

@@ -27,7 +27,7 @@ from teamgraph.agents import AgentOutcome
 from teamgraph.brief import Assignment
 from teamgraph.errors import AgentFailed, SpecError
 from teamgraph.events import Handoff
-from teamgraph.patterns._interrupts import with_approvals
+from teamgraph.patterns._interrupts import with_pauses
 from teamgraph.patterns._members import run_member
 from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
@@ -84,7 +84,7 @@ async def _run(
 ) -> AgentOutcome:
     """``member`` works ``assignment`` on the thread's shared state (pausing for approvals)."""
     ctx.adopt_state(state.get("shared_state"))
-    return await with_approvals(ctx, lambda local: run_member(member, assignment, local))
+    return await with_pauses(ctx, lambda local: run_member(member, assignment, local))
 
 
 def _hand(ctx: RunContext, cast: dict[str, Any], frm: str, to: str, reason: str) -> None:

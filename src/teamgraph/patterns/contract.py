@@ -1,27 +1,31 @@
 """The contract between the runtime and the patterns.
 
-Every pattern is a :class:`Pattern`: it builds its graph, says what a new run's input is, and
-folds the graph's state into an :class:`Outcome` — status, answer, plan, step records, shared
-state — which the runtime turns into events, run rows and a :class:`~teamgraph.result.RunResult`
-without knowing which pattern ran. Every pattern's state extends :class:`RunState`.
+Every pattern is a :class:`Pattern`: it builds its graph, says what a new run's input is (and
+announces what that input decided), gives the config of a thread, and folds the graph's state
+into an :class:`Outcome` — status, answer, plan, step records, shared state — which the
+runtime turns into events, run rows and a :class:`~teamgraph.result.RunResult` without knowing
+which pattern ran. Every pattern's state extends :class:`RunState`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from teamgraph.durable import StepRecord
-from teamgraph.events import PlannerTier, RunStatus
-from teamgraph.plan import Plan
+from teamgraph.events import RunStatus
+from teamgraph.plan import Plan, PlanDecision
 from teamgraph.planning.templates import Template
+from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
+MIN_SUPERSTEPS = 100
 
 
 class RunState(TypedDict, total=False):
@@ -35,16 +39,6 @@ class RunState(TypedDict, total=False):
     shared_state: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class PlanInfo:
-    """A workflow run's plan, with the tier that produced it and why earlier tiers were passed
-    over."""
-
-    plan: Plan
-    tier: PlannerTier
-    notes: tuple[str, ...] = ()
-
-
 @dataclass
 class Outcome:
     """What a run came to (or has come to so far), as the runtime folds it."""
@@ -52,7 +46,7 @@ class Outcome:
     status: RunStatus = "running"
     output: str = ""
     error: str = ""
-    plan: PlanInfo | None = None
+    plan: PlanDecision | None = None
     steps: dict[str, StepRecord] = field(default_factory=dict)  # by step id
     shared_state: dict[str, Any] | None = None
 
@@ -83,6 +77,12 @@ def plain_outcome(values: Mapping[str, Any]) -> Outcome:
     )
 
 
+async def no_announcement(ctx: RunContext, run_input: Any, fresh: bool) -> None:
+    """What a pattern announces of a run's input before its graph runs: nothing, unless the
+    input decided something its graph would have announced (a workflow's given plan). The
+    input is a new run's (``fresh``: its first execution) or a run's that starts again."""
+
+
 @dataclass(frozen=True)
 class Pattern:
     """One orchestration pattern, as the runtime sees it."""
@@ -92,3 +92,10 @@ class Pattern:
     start: Callable[[TeamSpec, RunInput], dict[str, Any]] = plain_input
     outcome: Callable[[Mapping[str, Any]], Outcome] = plain_outcome
     supersteps: Callable[[TeamSpec], int] = lambda team: 100  # LangGraph's recursion limit
+    announce_input: Callable[[RunContext, Any, bool], Awaitable[None]] = no_announcement
+
+    def thread_config(self, team: TeamSpec, thread_id: str) -> RunnableConfig:
+        """LangGraph's config for a thread of ``team`` (its checkpoints, its limits): a run's
+        thread, or a nested team's."""
+        limit = max(MIN_SUPERSTEPS, self.supersteps(team))
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": limit}

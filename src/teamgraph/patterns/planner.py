@@ -1,38 +1,30 @@
 """The workflow planner's tiers: a named template → the model's plan (one repair) → the rules
-(decomposition, matched templates, routing) → one step on the default worker."""
+(decomposition, matched templates, routing) → one step on the default worker. Plans are read,
+checked and repaired with :mod:`teamgraph.plan`."""
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass, field
-
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import ValidationError
 
 from teamgraph import prompts
 from teamgraph.brief import Brief, Member
 from teamgraph.durable import JournalKey
 from teamgraph.errors import RunStop
-from teamgraph.events import PlannerTier
 from teamgraph.llm.call import Caller, ask
-from teamgraph.plan import Plan, plan_errors
+from teamgraph.plan import Plan, PlanDecision, PlanRules
 from teamgraph.planning.routing import WorkerInfo
 from teamgraph.planning.rules import plan_by_rules
 from teamgraph.planning.templates import Template, instantiate
 from teamgraph.run_context import RunContext
+from teamgraph.specs.team import TeamSpec
 
 PLANNER = "planner"  # the role: its model override and the usage it is charged
-_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
-@dataclass
-class PlanDecision:
-    """The plan, the tier that produced it, and why earlier tiers were passed over."""
-
-    plan: Plan
-    tier: PlannerTier
-    notes: list[str] = field(default_factory=list)
+def plan_rules(team: TeamSpec) -> PlanRules:
+    """The rules a plan for ``team`` obeys: its members are the workers, at most
+    ``workflow.max_steps`` steps."""
+    return PlanRules(tuple(m.name for m in team.members), team.workflow.max_steps)
 
 
 async def make_plan(request: str, ctx: RunContext, template: str | None = None) -> PlanDecision:
@@ -46,11 +38,11 @@ async def make_plan(request: str, ctx: RunContext, template: str | None = None) 
         else:
             plan = _checked(instantiate(found, request), ctx, notes, f"template {template!r}")
             if plan:
-                return PlanDecision(plan, "template", notes)
+                return PlanDecision(plan, "template", tuple(notes))
     if not _offline_planner(ctx):  # the offline model would plan by the same rules
         plan = await _model_plan(request, ctx, notes)
         if plan:
-            return PlanDecision(plan, "llm", notes)
+            return PlanDecision(plan, "llm", tuple(notes))
     team = ctx.team
     ruled = plan_by_rules(
         request,
@@ -59,7 +51,7 @@ async def make_plan(request: str, ctx: RunContext, template: str | None = None) 
         templates,
         max_steps=team.workflow.max_steps,
     )
-    return PlanDecision(ruled.plan, ruled.tier, notes + ruled.notes)
+    return PlanDecision(ruled.plan, ruled.tier, (*notes, *ruled.notes))
 
 
 async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan | None:
@@ -76,6 +68,7 @@ async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan |
     brief = Brief(role="planner", request=request, members=workers, max_steps=opts.max_steps)
     scope = JournalKey.task(ctx.task_scope(PLANNER))
     caller = Caller(PLANNER, model, model_name)
+    rules = plan_rules(team)
     for attempt in range(2):
         try:
             reply = await ask(ctx, caller, messages, scope.model_call(attempt + 1), brief)
@@ -84,7 +77,7 @@ async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan |
         except Exception as exc:  # the planner's failure falls through to the rule tiers
             notes.append(f"model planner failed: {type(exc).__name__}: {exc}")
             return None
-        plan, errors = parse_plan(reply.text, [m.name for m in team.members], opts.max_steps)
+        plan, errors = rules.parse(reply.text)
         if plan is not None and not errors:
             if plan.confidence >= opts.confidence_threshold:
                 return plan
@@ -104,21 +97,8 @@ def _offline_planner(ctx: RunContext) -> bool:
     return name == "offline" or name.startswith("offline:")
 
 
-def parse_plan(text: str, workers: list[str], max_steps: int) -> tuple[Plan | None, list[str]]:
-    """A plan from a model reply (bare or fenced JSON), and every rule it breaks."""
-    match = _FENCED.search(text)
-    raw = match.group(1) if match else text[text.find("{") : text.rfind("}") + 1]
-    try:
-        plan = Plan.model_validate(json.loads(raw))
-    except json.JSONDecodeError as exc:
-        return None, [f"reply is not valid JSON: {exc}"]
-    except ValidationError as exc:
-        return None, [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
-    return plan, plan_errors(plan, workers, max_steps)
-
-
 def _checked(plan: Plan, ctx: RunContext, notes: list[str], what: str) -> Plan | None:
-    errors = plan_errors(plan, [m.name for m in ctx.team.members], ctx.team.workflow.max_steps)
+    errors = plan_rules(ctx.team).errors(plan)
     if errors:
         notes.append(f"{what} does not fit this team: {'; '.join(errors)}")
         return None

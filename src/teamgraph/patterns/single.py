@@ -25,7 +25,7 @@ from teamgraph.agents import AgentExtras, AgentOutcome
 from teamgraph.brief import Assignment
 from teamgraph.errors import RunStop
 from teamgraph.patterns._history import trimmed_history
-from teamgraph.patterns._interrupts import with_approvals
+from teamgraph.patterns._interrupts import with_pauses
 from teamgraph.patterns._members import run_member
 from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
@@ -48,7 +48,7 @@ async def agent_node(state: SingleState, runtime: Runtime[RunContext]) -> dict[s
         return await run_member(member, Assignment.of(request), local, extras=extras)
 
     try:
-        outcome = await with_approvals(ctx, body)
+        outcome = await with_pauses(ctx, body)
     except (GraphBubbleUp, RunStop):
         raise  # a pause for a human, or the run's budget: the runner handles both
     except Exception as exc:

@@ -43,7 +43,7 @@ from teamgraph.errors import AgentFailed, RunStop
 from teamgraph.events import AgentMessage, Handoff
 from teamgraph.llm.call import Caller, StructuredOutputError, ask_structured
 from teamgraph.patterns._history import trimmed_history
-from teamgraph.patterns._interrupts import with_approvals
+from teamgraph.patterns._interrupts import with_pauses
 from teamgraph.patterns._members import run_member
 from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
@@ -182,7 +182,7 @@ async def worker_node(state: WorkerTask, runtime: Runtime[RunContext]) -> dict[s
         return await run_member(member, assignment, local, state["step_id"], extras)
 
     try:
-        outcome = await with_approvals(ctx, body)
+        outcome = await with_pauses(ctx, body)
     except (GraphBubbleUp, RunStop):
         raise  # a pause for a human, or the run's budget: not this member's failure
     except Exception as exc:

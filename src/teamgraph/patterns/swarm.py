@@ -38,7 +38,7 @@ from teamgraph.brief import Assignment
 from teamgraph.errors import SpecError
 from teamgraph.events import Handoff
 from teamgraph.patterns._history import trimmed_history
-from teamgraph.patterns._interrupts import with_approvals
+from teamgraph.patterns._interrupts import with_pauses
 from teamgraph.patterns._members import run_member
 from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
@@ -132,7 +132,7 @@ class AgentNode:
             else prompts.handoff_assignment(_previous(state), request)
         )
         extras = AgentExtras(history=history, tools=self.tools)
-        outcome = await with_approvals(
+        outcome = await with_pauses(
             swarm_ctx, lambda local: run_member(self.member, assignment, local, extras=extras)
         )
         said = _new_messages(outcome, name)

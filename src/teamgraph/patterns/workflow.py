@@ -22,20 +22,13 @@ from langgraph.runtime import Runtime
 
 from teamgraph.durable import JournalKey, StepRecord
 from teamgraph.errors import PlanValidationError
-from teamgraph.events import PlanCreated, RunStatus
-from teamgraph.patterns._interrupts import with_approvals
+from teamgraph.events import PlanCreated, PlannerTier, RunStatus
+from teamgraph.patterns._interrupts import with_pauses
 from teamgraph.patterns._steps import execute_plan
-from teamgraph.patterns.contract import (
-    Outcome,
-    Pattern,
-    PlanInfo,
-    RunInput,
-    RunState,
-    plain_outcome,
-)
-from teamgraph.patterns.planner import make_plan
+from teamgraph.patterns.contract import Outcome, Pattern, RunInput, RunState, plain_outcome
+from teamgraph.patterns.planner import make_plan, plan_rules
 from teamgraph.patterns.synthesis import concat_report, llm_answer
-from teamgraph.plan import Plan, validate_plan
+from teamgraph.plan import Plan, PlanDecision
 from teamgraph.planning.templates import instantiate
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
@@ -45,7 +38,7 @@ class WorkflowState(RunState, total=False):
     template: str | None
     explicit_plan: dict[str, Any] | None
     planned: bool  # the input carries the (validated, explicit) plan: skip the plan node
-    plan: dict[str, Any]
+    plan: dict[str, Any]  # Plan.to_dict()
     tier: str
     notes: list[str]
     stopped: str
@@ -56,82 +49,88 @@ async def plan_node(state: WorkflowState, runtime: Runtime[RunContext]) -> Workf
     ctx = runtime.context
     explicit = state.get("explicit_plan")
     if explicit:
-        plan = validated(ctx.team, Plan.model_validate(explicit))
-        tier, notes = "explicit", []
+        decision = PlanDecision(plan_rules(ctx.team).check(Plan.from_dict(explicit)), "explicit")
     else:
         decision = await make_plan(state["request"], ctx, state.get("template"))
-        plan, tier, notes = decision.plan, decision.tier, decision.notes
-    await announce_plan(ctx, plan, tier, notes)
-    return {"plan": plan.model_dump(), "tier": tier, "notes": notes, "steps": {}}
+    await announce_plan(ctx, decision)
+    return {**_plan_state(decision), "steps": {}}
 
 
-def validated(team: TeamSpec, plan: Plan) -> Plan:
-    return validate_plan(plan, [m.name for m in team.members], team.workflow.max_steps)
+def _plan_state(decision: PlanDecision) -> WorkflowState:
+    """The state keys that hold a run's plan."""
+    return {"plan": decision.plan.to_dict(), "tier": decision.tier, "notes": list(decision.notes)}
+
+
+def _decision(values: Mapping[str, Any]) -> PlanDecision | None:
+    """The run's plan back from its state keys (none before the plan node ran)."""
+    if not values.get("plan"):
+        return None
+    plan = Plan.from_dict(values["plan"])
+    return PlanDecision(plan, values.get("tier", "explicit"), tuple(values.get("notes", ())))
 
 
 def graph_input(team: TeamSpec, run: RunInput) -> dict[str, Any]:
     """A new run's input. A valid explicit plan, or the plan of a known template that fits the
-    team, goes in as the run's plan (announce it with :func:`announce_plan`); an invalid
-    explicit plan is left to the plan node, which fails the run with every problem listed, and
-    a template that does not fit to the plan node's other tiers, which note why."""
+    team, goes in as the run's plan (announced by :func:`announce_input`); an invalid explicit
+    plan is left to the plan node, which fails the run with every problem listed, and a
+    template that does not fit to the plan node's other tiers, which note why."""
     state: WorkflowState = {
         "request": run.request,
         "template": run.template,
         "explicit_plan": None,
         "planned": False,
     }
-    plan, tier = run.plan, "explicit"
+    plan: Plan | None = run.plan
+    tier: PlannerTier = "explicit"
     template = run.templates.get(run.template) if run.template else None
     if plan is None and template is not None:
         plan, tier = instantiate(template, run.request), "template"
     if plan is None:
         return dict(state)
     try:
-        plan = validated(team, plan)
+        plan = plan_rules(team).check(plan)
     except PlanValidationError:
-        return dict(state) if tier == "template" else {**state, "explicit_plan": plan.model_dump()}
-    return {  # the plan is the run's from its first checkpoint
-        **state,
-        "planned": True,
-        "plan": plan.model_dump(),
-        "tier": tier,
-        "notes": [],
-        "steps": {},
-    }
+        return dict(state) if tier == "template" else {**state, "explicit_plan": plan.to_dict()}
+    planned = _plan_state(PlanDecision(plan, tier))  # the run's plan from its first checkpoint
+    return {**state, "planned": True, **planned, "steps": {}}
 
 
 def _entry(state: WorkflowState) -> str:
     return "execute" if state.get("planned") else "plan"
 
 
-async def announce_plan(
-    ctx: RunContext, plan: Plan, tier: str, notes: list[str], fresh: bool = False
-) -> None:
+async def announce_input(ctx: RunContext, run_input: Any, fresh: bool) -> None:
+    """A run whose input carries its plan starts with ``execute``: its plan is announced here,
+    before the graph runs, as the plan node announces the plans it makes."""
+    if isinstance(run_input, Mapping) and run_input.get("planned"):
+        decision = _decision(run_input)
+        if decision is not None:
+            await announce_plan(ctx, decision, fresh=fresh)
+
+
+async def announce_plan(ctx: RunContext, decision: PlanDecision, fresh: bool = False) -> None:
     """Emit the run's ``plan_created`` once, though a crash re-runs what emits it (the journal
     records the announcement first; ``fresh``: this execution is the run's first, so nothing
     was announced before)."""
     key = JournalKey.task(ctx.task_scope("plan")).announced()
     if await ctx.journal.mark(key, fresh):
-        _emit_plan(ctx, plan, tier, notes)
-
-
-def _emit_plan(ctx: RunContext, plan: Plan, tier: str, notes: list[str]) -> None:
-    ctx.emit(
-        PlanCreated,
-        plan_name=plan.name,
-        tier=tier,
-        confidence=plan.confidence,
-        reasoning=plan.reasoning,
-        steps=[s.model_dump() for s in plan.steps],
-        notes=notes,
-    )
+        plan = decision.plan
+        ctx.emit(
+            PlanCreated,
+            plan_name=plan.name,
+            tier=decision.tier,
+            confidence=plan.confidence,
+            reasoning=plan.reasoning,
+            steps=plan.to_dict()["steps"],
+            notes=list(decision.notes),
+        )
 
 
 async def execute_node(state: WorkflowState, runtime: Runtime[RunContext]) -> WorkflowState:
     ctx = runtime.context
     shared = ctx.adopt_state(state.get("shared_state"))
-    plan = Plan.model_validate(state["plan"])
-    records, over = await with_approvals(ctx, lambda local: execute_plan(plan, local))
+    plan = Plan.from_dict(state["plan"])
+    records, over = await with_pauses(ctx, lambda local: execute_plan(plan, local))
     stopped = str(over) if over else ""
     update: WorkflowState = {
         "steps": {k: r.model_dump(mode="json") for k, r in records.items()},
@@ -147,7 +146,7 @@ async def synthesize_node(state: WorkflowState, runtime: Runtime[RunContext]) ->
     """The ``llm`` synthesizer, a node of its own: its model call follows a checkpoint that
     holds every step result."""
     ctx = runtime.context
-    plan = Plan.model_validate(state["plan"])
+    plan = Plan.from_dict(state["plan"])
     records = {k: StepRecord.model_validate(v) for k, v in state["steps"].items()}
     output = await llm_answer(state["request"], plan, records, ctx)
     return conclusion(output, records, state.get("stopped", ""), ctx)
@@ -174,9 +173,7 @@ def run_status(records: dict[str, StepRecord], fail_fast: bool) -> RunStatus:
 def outcome(values: Mapping[str, Any]) -> Outcome:
     """The run's plan (with its tier), its step records, and how it ended."""
     folded = plain_outcome(values)
-    if values.get("plan"):
-        plan = Plan.model_validate(values["plan"])
-        folded.plan = PlanInfo(plan, values.get("tier", "explicit"), tuple(values.get("notes", ())))
+    folded.plan = _decision(values)
     folded.steps = {k: StepRecord.model_validate(v) for k, v in values.get("steps", {}).items()}
     return folded
 
@@ -199,4 +196,6 @@ def build(
     return graph.compile(checkpointer=checkpointer, name=team.name)
 
 
-PATTERN = Pattern("workflow", build, start=graph_input, outcome=outcome)
+PATTERN = Pattern(
+    "workflow", build, start=graph_input, outcome=outcome, announce_input=announce_input
+)

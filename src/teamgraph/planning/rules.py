@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
-from teamgraph.events import PlannerTier
-from teamgraph.plan import Plan, Step, plan_errors
-from teamgraph.planning.parsing import Comparison, parse_comparison, split_sequence
+from teamgraph.plan import Plan, PlanDecision, Step, plan_errors
+from teamgraph.planning.request_structure import Comparison, parse_comparison, split_sequence
 from teamgraph.planning.routing import WorkerInfo, route, routing
 from teamgraph.planning.templates import Template, instantiate, ranked
 from teamgraph.prompts import split_worker_prompt
@@ -21,15 +19,6 @@ FALLBACK_CONFIDENCE = 0.3
 STRONG_TEMPLATE = 3  # a template's match score (a regex and a keyword) that outranks routing
 
 
-@dataclass
-class RulesPlan:
-    """A plan the rules made, the tier to report it as, and why other rules did not apply."""
-
-    plan: Plan
-    tier: PlannerTier
-    notes: list[str] = field(default_factory=list)
-
-
 def plan_by_rules(
     request: str,
     workers: Sequence[WorkerInfo],
@@ -37,7 +26,7 @@ def plan_by_rules(
     templates: Mapping[str, Template],
     *,
     max_steps: int = 10,
-) -> RulesPlan:
+) -> PlanDecision:
     """The rules tier of the planner, in order: a sequence or comparison rule; a template whose
     match rules score 3 or more (a regex and a keyword) and whose workers the team has; one
     step routed to a clearly best worker; a template matched more weakly; else one step on
@@ -45,19 +34,19 @@ def plan_by_rules(
     notes: list[str] = []
     plan = decompose(request, workers, default, max_steps=max_steps)
     if plan.confidence > ROUTED_CONFIDENCE:
-        return RulesPlan(plan, "rules", notes)
+        return PlanDecision(plan, "rules", tuple(notes))
     names = [w.name for w in workers]
     fitting = _fitting_templates(request, templates, names, max_steps, notes)
     strong = [t for score, t in fitting if score >= STRONG_TEMPLATE]
     if strong:
-        return RulesPlan(instantiate(strong[0], request), "template", notes)
+        return PlanDecision(instantiate(strong[0], request), "template", tuple(notes))
     if plan.confidence >= ROUTED_CONFIDENCE:
-        return RulesPlan(plan, "rules", notes)
+        return PlanDecision(plan, "rules", tuple(notes))
     if fitting:
-        return RulesPlan(instantiate(fitting[0][1], request), "template", notes)
+        return PlanDecision(instantiate(fitting[0][1], request), "template", tuple(notes))
     notes.append("no decomposition rule, template or worker description matched the request")
     worker = default if default in names else names[0]
-    return RulesPlan(_fallback(request, worker), "fallback", notes)
+    return PlanDecision(_fallback(request, worker), "fallback", tuple(notes))
 
 
 def _fitting_templates(

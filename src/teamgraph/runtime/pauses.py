@@ -71,7 +71,7 @@ def resume_command(
         if isinstance(pause, ClarificationPause):
             if answer is None:
                 raise UsageError(f"the run waits for an answer to: {pause.question}")
-            values[item.id] = {"answer": answer}
+            values[item.id] = {"answer": answer, "asked": pause.asked}
         else:
             chosen = _decide(pause, decisions or {}, default)
             values[item.id] = {"approvals": {k: d.model_dump() for k, d in chosen.items()}}

@@ -37,7 +37,7 @@ from teamgraph.llm.cassette import Cassette, StandIn
 from teamgraph.llm.pricing import PriceTable
 from teamgraph.llm.provider import ModelProvider
 from teamgraph.llm.usage import UsageTracker
-from teamgraph.patterns import pattern_of, workflow
+from teamgraph.patterns import pattern_of
 from teamgraph.patterns.contract import Outcome, RunInput
 from teamgraph.plan import Plan
 from teamgraph.planning.templates import Template, available
@@ -55,8 +55,6 @@ from teamgraph.storage.outages import is_outage, stopped
 from teamgraph.storage.run_store import ROW_RESERVE, SeqBlock
 from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
-
-MIN_SUPERSTEPS = 100
 
 
 class Runner:
@@ -164,8 +162,8 @@ class Runner:
             if accepted:
                 await self._prepare()
             if plan is not None:  # kept for a start again before the first checkpoint
-                await ctx.journal.keep_input_plan(run_id, plan.model_dump())
-            await _announce_input_plan(ctx, graph_input, fresh=True)
+                await ctx.journal.keep_input_plan(run_id, plan.to_dict())
+            await self.pattern.announce_input(ctx, graph_input, True)
 
         async with aclosing(self._drive(graph_input, ctx, queue, log, begin, into)) as events:
             async for event in events:
@@ -237,7 +235,7 @@ class Runner:
             command = await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
         elif snapshot.metadata is None:  # stopped before its first checkpoint: start again
             given = await Journal(self.backend.journal).input_plan(run_id)
-            plan = None if given is None else Plan.model_validate(given)
+            plan = None if given is None else Plan.from_dict(given)
             command = self.pattern.start(
                 self.team, RunInput(row.input, row.template, plan, self.templates)
             )
@@ -251,7 +249,7 @@ class Runner:
         await self._announce_resume(ctx, snapshot.values)
 
         async def begin() -> None:  # a plan in the new input: announced unless it was
-            await _announce_input_plan(ctx, command)
+            await self.pattern.announce_input(ctx, command, False)
 
         async with aclosing(self._drive(command, ctx, queue, log, begin, into)) as events:
             async for event in events:
@@ -314,7 +312,7 @@ class Runner:
             plan_name=info.plan.name,
             tier=info.tier,
             confidence=info.plan.confidence,
-            steps=[step.model_dump() for step in info.plan.steps],
+            steps=info.plan.to_dict()["steps"],
         )
 
     async def pending(self, run_id: str) -> list[dict[str, Any]]:
@@ -440,6 +438,7 @@ class Runner:
             usage=UsageTracker(self.prices, self.team.budget),
             templates=self.templates,
             cassette=cassette,
+            checkpointer=self.backend.checkpointer,
         )
 
     def _emitter(
@@ -457,8 +456,7 @@ class Runner:
 
     def thread_config(self, thread_id: str) -> RunnableConfig:
         """LangGraph's config for a thread of this team (its checkpoints, its limits)."""
-        limit = max(MIN_SUPERSTEPS, self.pattern.supersteps(self.team))
-        return {"configurable": {"thread_id": thread_id}, "recursion_limit": limit}
+        return self.pattern.thread_config(self.team, thread_id)
 
     async def _drive(
         self,
@@ -605,11 +603,3 @@ def _knowledge(team: TeamSpec) -> list[str]:
         if isinstance(member, TeamSpec):
             paths += _knowledge(member)
     return paths
-
-
-async def _announce_input_plan(ctx: RunContext, graph_input: Any, fresh: bool = False) -> None:
-    """The plan a run's input carries (explicit, or a template's), announced as the plan node
-    announces the plans it makes: the graph starts with ``execute``."""
-    if isinstance(graph_input, dict) and graph_input.get("planned"):
-        plan = Plan.model_validate(graph_input["plan"])
-        await workflow.announce_plan(ctx, plan, graph_input["tier"], [], fresh=fresh)
