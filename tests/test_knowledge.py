@@ -106,7 +106,8 @@ def test_files_deleted_from_an_ingested_directory_are_dropped(
 
     assert report.files_removed == 1
     assert kb.sources() == [str(keep)]
-    assert kb.search("platypus") == []
+    assert kb.search("platypus", mode="keyword") == []
+    assert {h.source for h in kb.search("platypus")} <= {str(keep)}  # a wombat is near by meaning
     assert kb.count() == 1
 
 
@@ -192,9 +193,11 @@ def test_over_long_paragraph_is_cut_without_losing_words() -> None:
 def test_search_ranks_the_right_chunk_first(
     examples_kb: KnowledgeBase, query: str, file: str, heading: str
 ) -> None:
-    top = examples_kb.search(query)[0]
+    top = examples_kb.search(query, mode="keyword")[0]
     assert Path(top.source).name == file
     assert heading in top.heading
+    hybrid = examples_kb.search(query)[:3]  # fused with meaning: still among the first three
+    assert any(Path(h.source).name == file and heading in h.heading for h in hybrid)
 
 
 def test_hit_reports_source_heading_text_snippet_and_score(examples_kb: KnowledgeBase) -> None:
@@ -280,7 +283,7 @@ def test_chinese_hits_read_back_clean(examples_kb: KnowledgeBase) -> None:
     assert "安全" in top.heading
     assert "**安全**" in top.snippet
     assert ZERO_WIDTH_SPACE not in top.snippet + top.text + top.heading
-    assert examples_kb.search("性能")[0].heading.endswith("的性能")
+    assert examples_kb.search("性能", mode="keyword")[0].heading.endswith("的性能")
 
 
 def test_mixed_chinese_and_english_text(kb: KnowledgeBase, tmp_path: Path) -> None:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import re
 
-from teamgraph.text import CJK_RANGES, search_terms
+from teamgraph.text import CJK_RANGES, STOP_WORDS, search_terms
 
 ZERO_WIDTH_SPACE = "\u200b"
 MAX_QUERY_TERMS = 32
 
 _CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
+_WORD = re.compile(r"[^\W\d_]+")
 
 
 def mark_cjk(text: str) -> str:
@@ -43,6 +44,14 @@ def query_terms(query: str) -> list[str]:
     """The search terms of free user text (:func:`teamgraph.text.search_terms`), at most
     :data:`MAX_QUERY_TERMS` of them."""
     return search_terms(query)[:MAX_QUERY_TERMS]
+
+
+def content_words(query: str) -> str:
+    """``query`` without its English stop words ("How do I keep Redis data after a restart?" →
+    "keep Redis data restart?"): what a query is embedded as, so that function words, which
+    every question shares, do not pull it towards other questions' passages."""
+    kept = _WORD.sub(lambda m: "" if m.group().lower() in STOP_WORDS else m.group(), query)
+    return " ".join(kept.split()) or query
 
 
 def build_match_query(query: str) -> str | None:
