@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from teamgraph.config import EXAMPLES as PACKAGED
+from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import Hit, IngestReport, KnowledgeBase
 from teamgraph.knowledge.chunking import chunk_markdown, chunk_text
@@ -376,3 +377,26 @@ def test_an_index_from_before_collections_is_rebuilt(tmp_path: Path) -> None:
     assert kb.count() == 0 and kb.sources() == []
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+def test_a_full_text_index_without_collections_in_it_is_rebuilt(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    kb = KnowledgeBase(db, _keyword_only())
+    kb.add_document("user:u1", "yaks.txt", "Yaks live in the Himalayas.", False)
+    kb.add_document("user:u2", "yaks.txt", "Yaks carry loads.", False)
+    with sqlite3.connect(db) as conn:  # the full-text table as it was before it held scopes
+        conn.execute("DROP TABLE kb_fts")
+        conn.execute("CREATE VIRTUAL TABLE kb_fts USING fts5(heading, body)")
+        conn.execute(
+            "INSERT INTO kb_fts (rowid, heading, body) SELECT id, heading, text FROM kb_chunks"
+        )
+
+    reopened = KnowledgeBase(db, _keyword_only())
+
+    assert [h.text for h in reopened.search("yaks", collections=["user:u2"])] == [
+        "Yaks carry loads."
+    ]
+
+
+def _keyword_only() -> Settings:
+    return Settings(embedding_model="none")

@@ -16,6 +16,7 @@ the development set of the retrieval eval, never on its held-out set.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from teamgraph.text import tokenize
 
@@ -40,4 +41,9 @@ def coverage(query: str, passages: Iterable[tuple[int, str]]) -> dict[int, float
     wanted = set(tokenize(query))
     if not wanted:
         return {}
-    return {chunk: len(wanted & set(tokenize(text))) / len(wanted) for chunk, text in passages}
+    return {chunk: len(wanted & _terms(text)) / len(wanted) for chunk, text in passages}
+
+
+@lru_cache(maxsize=1 << 14)  # a passage's terms, computed once however often it is a candidate
+def _terms(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text))

@@ -6,7 +6,9 @@ All tables are prefixed ``kb_`` because the database file is shared with other t
 * ``kb_files``  — one row per document, in a *collection*: its id, resolved path (or
   ``upload:<id>/<name>`` for an uploaded one), name and SHA-256 of its bytes;
 * ``kb_chunks`` — the chunks, as written (collection, source, position, heading path, text);
-* ``kb_fts``    — FTS5 index over heading path and text, ``rowid`` = ``kb_chunks.id``;
+* ``kb_fts``    — FTS5 index over heading path and text, ``rowid`` = ``kb_chunks.id``, and the
+  chunk's collection as one term (``scope``), so a search ranks the chunks of its collections
+  only;
 * ``kb_vectors``, ``kb_meta`` — each chunk's vector per embedding model, and a counter of
   changes (:mod:`teamgraph.knowledge.vectors`).
 
@@ -50,18 +52,27 @@ from teamgraph.errors import UsageError
 from teamgraph.knowledge import vectors
 from teamgraph.knowledge.chunking import Chunk, chunk_markdown, chunk_text
 from teamgraph.knowledge.fusion import coverage, fuse
-from teamgraph.knowledge.text import build_match_query, content_words, mark_cjk, unmark_cjk
+from teamgraph.knowledge.text import (
+    build_match_query,
+    content_words,
+    mark_cjk,
+    scope_term,
+    snippet,
+)
 from teamgraph.storage.sqlite import BUSY_TIMEOUT_S, connect
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 SUFFIXES = MARKDOWN_SUFFIXES | {".txt"}
 HEADING_WEIGHT = 2.0  # bm25 column weight of the heading path relative to the chunk text
-SNIPPET_TOKENS = 24
 POOL = 20  # candidates taken from each list (at least; 3 per hit asked for)
 log = logging.getLogger(__name__)
 Mode = Literal["hybrid", "keyword", "vector"]
 
 SHARED = "shared"
+_FTS = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS kb_fts USING fts5"
+    "(heading, body, scope, tokenize = 'porter unicode61 remove_diacritics 2')"
+)
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS kb_files (id INTEGER PRIMARY KEY, collection TEXT NOT NULL,"
     " path TEXT NOT NULL, name TEXT NOT NULL, sha256 TEXT NOT NULL, added_at TEXT NOT NULL,"
@@ -69,8 +80,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS kb_chunks (id INTEGER PRIMARY KEY, collection TEXT NOT NULL,"
     " source TEXT NOT NULL, ordinal INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS kb_chunks_source ON kb_chunks (collection, source)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS kb_fts USING fts5"
-    "(heading, body, tokenize = 'porter unicode61 remove_diacritics 2')",
+    _FTS,
     *vectors.SCHEMA,
 )
 _BEFORE_COLLECTIONS = (
@@ -80,13 +90,12 @@ _BEFORE_COLLECTIONS = (
     "DROP TABLE IF EXISTS kb_files",
 )
 _SEARCH = """
-    SELECT c.id, c.source, c.heading, c.text,
-           snippet(kb_fts, 1, '**', '**', '…', {tokens}),
-           bm25(kb_fts, {weight}, 1.0) AS raw_score
-    FROM kb_fts JOIN kb_chunks AS c ON c.id = kb_fts.rowid
-    WHERE kb_fts MATCH ? AND c.collection IN ({collections})
-    ORDER BY raw_score, c.source, c.ordinal
-    LIMIT ?
+    SELECT c.id, c.source, c.heading, c.text, f.raw_score
+    FROM (SELECT rowid, bm25(kb_fts, {weight}, 1.0, 0.0) AS raw_score FROM kb_fts
+          WHERE kb_fts MATCH ? ORDER BY raw_score LIMIT ?) AS f
+    JOIN kb_chunks AS c ON c.id = f.rowid
+    WHERE c.collection IN ({collections})
+    ORDER BY f.raw_score, c.source, c.ordinal
 """
 
 
@@ -107,10 +116,10 @@ class Hit:
     """One search result.
 
     ``source`` is the resolved path of the file, ``heading`` its heading path (``""`` for text
-    files). ``snippet`` is a short excerpt of ``text`` on one line: for a keyword match FTS5's,
-    matched terms wrapped in ``**`` (markdown bold), cuts marked ``…``; for a passage found by
-    meaning alone, its opening words. ``score``: higher is better — the fused score (hybrid),
-    BM25 negated (keyword) or the cosine similarity (vector).
+    files). ``snippet`` is a short excerpt of ``text`` on one line where the query's terms are
+    densest, matched terms wrapped in ``**`` (markdown bold) and cuts marked ``…``
+    (:func:`~teamgraph.knowledge.text.snippet`). ``score``: higher is better — the fused score
+    (hybrid), BM25 negated (keyword) or the cosine similarity (vector).
     """
 
     source: str
@@ -154,8 +163,11 @@ class KnowledgeBase:
                 log.warning("knowledge index %s predates collections: rebuilt", self.db_path)
                 for statement in _BEFORE_COLLECTIONS:
                     conn.execute(statement)
+            fts = {row[1] for row in conn.execute("PRAGMA table_info(kb_fts)")}
             for statement in _SCHEMA:
                 conn.execute(statement)
+            if fts and "scope" not in fts:
+                _rebuild_fts(conn)
 
     def ingest(self, paths: Iterable[str | Path], collection: str = SHARED) -> IngestReport:
         """Index files and directories (recursively: ``*.md``, ``*.markdown``, ``*.txt``) into
@@ -232,11 +244,10 @@ class KnowledgeBase:
             nearest = self._nearest(conn, embedder, query, collections, pool) if embedder else []
             ranked = _ranked(query, keyword, nearest, mode)
             rows = _rows(conn, ranked, keyword)
+        best = _spread(rows, k) if mode == "keyword" or not nearest else rows[:k]
         return [
-            Hit(source=source, heading=heading, snippet=snippet, text=text, score=score)
-            for source, heading, text, snippet, score in (
-                _spread(rows, k) if mode == "keyword" or not nearest else rows[:k]
-            )
+            Hit(source=src, heading=heading, snippet=snippet(text, query), text=text, score=score)
+            for src, heading, text, score in best
         ]
 
     def embedder(self, model: str | None = None) -> Embedder | None:
@@ -385,13 +396,15 @@ def _spread(rows: Sequence[Any], k: int) -> list[Any]:
 
 def _keyword(
     conn: sqlite3.Connection, match: str, collections: Sequence[str], n: int
-) -> list[tuple[int, str, str, str, str, float]]:
-    """The ``n`` best keyword matches: (chunk id, source, heading, text, snippet, -BM25)."""
-    sql = _SEARCH.format(
-        tokens=SNIPPET_TOKENS, weight=HEADING_WEIGHT, collections=",".join("?" * len(collections))
-    )
-    rows = conn.execute(sql, (match, *collections, n)).fetchall()
-    return [(int(i), s, h, t, _clean(snippet), -raw) for i, s, h, t, snippet, raw in rows]
+) -> list[tuple[int, str, str, str, float]]:
+    """The ``n`` best keyword matches: (chunk id, source, heading, text, -BM25). The
+    collections are a filter of the full-text query itself (a ``scope`` term per chunk), so only
+    their chunks are ranked; the join checks them again."""
+    sql = _SEARCH.format(weight=HEADING_WEIGHT, collections=",".join("?" * len(collections)))
+    scope = " OR ".join(f'"{scope_term(c)}"' for c in collections)
+    scoped = f"({match}) AND scope : ({scope})"
+    rows = conn.execute(sql, (scoped, n, *collections)).fetchall()
+    return [(int(i), s, h, t, -raw) for i, s, h, t, raw in rows]
 
 
 def _ranked(
@@ -399,7 +412,7 @@ def _ranked(
 ) -> list[tuple[int, float]]:
     """Chunk ids with their scores, best first, as ``mode`` ranks them."""
     if mode == "keyword" or not nearest:
-        return [(row[0], row[5]) for row in keyword]
+        return [(row[0], row[4]) for row in keyword]
     if mode == "vector" or not keyword:
         return nearest
     covered = coverage(query, ((row[0], f"{row[2]} {row[3]}") for row in keyword))
@@ -408,22 +421,16 @@ def _ranked(
 
 def _rows(
     conn: sqlite3.Connection, ranked: list[tuple[int, float]], keyword: Sequence[tuple[Any, ...]]
-) -> list[tuple[str, str, str, str, float]]:
-    """(source, heading, text, snippet, score) of the ranked chunks, in order."""
-    known = {row[0]: row[1:5] for row in keyword}
+) -> list[tuple[str, str, str, float]]:
+    """(source, heading, text, score) of the ranked chunks, in order."""
+    known = {row[0]: row[1:4] for row in keyword}
     wanted = [chunk for chunk, _ in ranked if chunk not in known]
     if wanted:
         marks = ",".join("?" * len(wanted))
         sql = f"SELECT id, source, heading, text FROM kb_chunks WHERE id IN ({marks})"
         found = conn.execute(sql, wanted).fetchall()
-        known |= {int(i): (s, h, t, _lead(t)) for i, s, h, t in found}
+        known |= {int(i): (s, h, t) for i, s, h, t in found}
     return [(*known[chunk], score) for chunk, score in ranked if chunk in known]
-
-
-def _lead(text: str) -> str:
-    """The opening words of ``text`` on one line, as a snippet."""
-    words = unmark_cjk(text).split()
-    return " ".join(words[:SNIPPET_TOKENS]) + (" …" if len(words) > SNIPPET_TOKENS else "")
 
 
 def _now() -> str:
@@ -435,11 +442,6 @@ def _source(conn: sqlite3.Connection, collection: str, document_id: int) -> str 
         "SELECT path FROM kb_files WHERE id = ? AND collection = ?", (document_id, collection)
     ).fetchone()
     return None if row is None else str(row[0])
-
-
-def _clean(snippet: str) -> str:
-    """Make an FTS5 snippet readable: drop CJK markers, fold line breaks into single spaces."""
-    return " ".join(unmark_cjk(snippet).split())
 
 
 def _collect(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
@@ -510,8 +512,21 @@ def _insert_chunk(
         (collection, source, ordinal, chunk.heading, chunk.text),
     )
     conn.execute(
-        "INSERT INTO kb_fts (rowid, heading, body) VALUES (?, ?, ?)",
-        (cursor.lastrowid, mark_cjk(chunk.heading), mark_cjk(chunk.text)),
+        "INSERT INTO kb_fts (rowid, heading, body, scope) VALUES (?, ?, ?, ?)",
+        (cursor.lastrowid, mark_cjk(chunk.heading), mark_cjk(chunk.text), scope_term(collection)),
+    )
+
+
+def _rebuild_fts(conn: sqlite3.Connection) -> None:
+    """Re-create the full-text index from the chunks (an index written before the full-text
+    table held each chunk's collection)."""
+    log.warning("knowledge full-text index rebuilt with collections")
+    conn.execute("DROP TABLE kb_fts")
+    conn.execute(_FTS)
+    rows = conn.execute("SELECT id, collection, heading, text FROM kb_chunks").fetchall()
+    conn.executemany(
+        "INSERT INTO kb_fts (rowid, heading, body, scope) VALUES (?, ?, ?, ?)",
+        [(i, mark_cjk(h), mark_cjk(t), scope_term(c)) for i, c, h, t in rows],
     )
 
 
