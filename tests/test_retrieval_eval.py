@@ -59,4 +59,4 @@ def test_hybrid_search_meets_the_evaluation_targets() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "all targets met" in done.stdout
-    assert "development set: " in done.stdout and "held-out set: " in done.stdout
+    assert "development set, offline: " in done.stdout and "held-out set, offline: " in done.stdout

