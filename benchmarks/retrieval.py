@@ -1,8 +1,10 @@
 """Knowledge retrieval at scale: ingest throughput and query latency at 10,000 chunks (SQLite).
 
 Run: ``.venv/bin/python benchmarks/retrieval.py`` (about a minute; ``--chunks N`` for another
-size). A benchmark, not a test: it prints figures and checks the target (p95 of a hybrid query
-≤ 10 ms at 10,000 chunks) without failing on it.
+size; ``--model offline:multilingual`` for the other offline model). A benchmark, not a test:
+it prints figures and checks the target (p95 of a hybrid query ≤ 10 ms at 10,000 chunks)
+without failing on it. Wall-clock times on a machine other processes load are stretched by
+them; the CPU time of the querying thread is printed beside them.
 
 The corpus is made from the example knowledge: every chunk is a section of three to six
 sentences drawn (seeded) from its passages, English and Chinese, under a heading of its own, in
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from teamgraph.embeddings import OfflineEmbedder
+from teamgraph.config import Settings
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.knowledge.index import Mode
 
@@ -78,23 +80,28 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def time_queries(kb: KnowledgeBase, asked: list[str], mode: Mode, rounds: int) -> list[float]:
+def time_queries(
+    kb: KnowledgeBase, asked: list[str], mode: Mode, rounds: int
+) -> tuple[list[float], list[float]]:
+    """Wall-clock and CPU milliseconds of each query (CPU time: what this thread itself spent,
+    which other processes on a loaded machine do not stretch)."""
     scope = ["team:bench", "user:bench", "shared"]
     kb.search(asked[0], k=5, collections=scope, mode=mode)  # warm-up: loads the vectors
-    times = []
+    wall, cpu = [], []
     for _ in range(rounds):
         for question in asked:
-            start = time.perf_counter()
+            start, spent = time.perf_counter(), time.thread_time()
             kb.search(question, k=5, collections=scope, mode=mode)
-            times.append((time.perf_counter() - start) * 1000)
-    return times
+            wall.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.thread_time() - spent) * 1000)
+    return wall, cpu
 
 
-def model_load_s() -> float:
-    """Seconds a fresh process takes to import and load the offline model (first use)."""
+def model_load_s(model: str) -> float:
+    """Seconds a fresh process takes to import and load the model (its first use)."""
     code = (
         "import time\nstart = time.perf_counter()\nfrom teamgraph.embeddings import embedder\n"
-        "embedder('offline').embed_query('warm')\nprint(time.perf_counter() - start)"
+        f"embedder({model!r}).embed_query('warm')\nprint(time.perf_counter() - start)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(done.stdout.strip())
@@ -104,14 +111,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3, help="passes over the questions")
+    parser.add_argument("--model", default="offline", help="embedding model")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"offline model, first use in a fresh process: {model_load_s():.2f} s")
+    print(f"{args.model}, first use in a fresh process: {model_load_s(args.model):.2f} s")
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         files = write_corpus(root / "docs", args.chunks)
-        kb = KnowledgeBase(root / "knowledge.db")
-        kb.embedder().embed_query("warm")  # model loading is not ingest
+        kb = KnowledgeBase(root / "knowledge.db", Settings(embedding_model=args.model))
+        embedder = kb.embedder()
+        assert embedder is not None, "a model, not none"
+        embedder.embed_query("warm")  # model loading is not ingest
         start = time.perf_counter()
         for collection, paths in files.items():
             kb.ingest(paths, collection)
@@ -121,17 +131,21 @@ def main() -> int:
         shared = kb.documents("shared")[:50]
         texts = [c.text for d in shared for c in kb.chunks("shared", d.id) or []]
         start = time.perf_counter()
-        OfflineEmbedder().embed_documents(texts)
+        embedder.embed_documents(texts)
         rate = len(texts) / (time.perf_counter() - start)
         print(f"  of which embedding alone: {rate:.0f} chunks/s")
         asked = questions()
         for mode in ("hybrid", "keyword", "vector"):
-            times = time_queries(kb, asked, mode, args.rounds)
-            p50, p95 = statistics.median(times), percentile(times, 0.95)
-            print(f"query {mode:7}: p50 {p50:.2f} ms, p95 {p95:.2f} ms ({len(times)} queries)")
+            wall, cpu = time_queries(kb, asked, mode, args.rounds)
+            print(
+                f"query {mode:7}: wall p50 {statistics.median(wall):.2f} ms, p95 "
+                f"{percentile(wall, 0.95):.2f} ms; CPU p50 {statistics.median(cpu):.2f} ms, "
+                f"p95 {percentile(cpu, 0.95):.2f} ms ({len(wall)} queries)"
+            )
             if mode == "hybrid":
-                verdict = "met" if p95 <= TARGET_P95_MS else "MISSED"
-                print(f"  target p95 ≤ {TARGET_P95_MS:g} ms at {total} chunks: {verdict}")
+                p95 = percentile(wall, 0.95)
+                verdict = "met" if p95 <= TARGET_P95_MS else "MISSED (see the load average)"
+                print(f"  target wall p95 ≤ {TARGET_P95_MS:g} ms at {total} chunks: {verdict}")
     return 0
 
 

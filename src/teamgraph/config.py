@@ -127,7 +127,7 @@ class Settings(BaseSettings):
         ge=-1,
         le=1,
         description="Cosine similarity under which a passage found by meaning is dropped "
-        "(unset: 0.15 for offline, 0 for a provider's model).",
+        "(unset: 0.15 for the offline models, 0 for a provider's).",
     )
     knowledge_path: Path = Field(
         default=Path("teamgraph-knowledge.db"),
