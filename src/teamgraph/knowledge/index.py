@@ -290,6 +290,8 @@ class KnowledgeBase:
         key = (embedder.name, tuple(sorted(scope)))
         if self._complete.get(key) == vectors.generation(conn):
             return
+        if len(self._complete) > _COMPLETE_MAX:  # one entry per model and scope (user) seen
+            self._complete.clear()
         while todo := vectors.missing(conn, embedder.name, scope, vectors.EMBED_BATCH):
             try:
                 rows = embedder.embed_documents([vectors.passage(h, t) for _, h, t in todo])
@@ -376,6 +378,7 @@ class Scoped:
 
 
 _CANDIDATES = 3  # rows fetched per hit returned, to choose among
+_COMPLETE_MAX = 10_000
 
 
 def _spread(rows: Sequence[Any], k: int) -> list[Any]:

@@ -9,9 +9,10 @@
   when its in-memory copy is stale (another process may have ingested).
 
 Search is exact: the vectors of one model are held in memory as one matrix (reloaded when the
-generation moves), the query is compared with every row (``einsum``, no BLAS threads), and rows
-of other collections are masked out before ranking. At 10,000 passages of 256 dimensions that
-is a 10 MB matrix and well under a millisecond per query (BENCHMARKS.md). ``sqlite-vec`` was the
+generation moves), the query is compared with every row
+(:func:`teamgraph.embeddings.similarity`), and rows of other collections are masked out before
+ranking. At 10,000 passages of 256 dimensions that is a 10 MB matrix and about a millisecond
+per query (BENCHMARKS.md). ``sqlite-vec`` was the
 alternative; it needs ``sqlite3`` built with loadable extensions, which many Pythons (this
 project's CI's, macOS's system one) lack.
 """
@@ -23,6 +24,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from teamgraph.embeddings import similarity
 
 if TYPE_CHECKING:
     from teamgraph.embeddings import Vectors
@@ -131,7 +134,7 @@ class VectorIndex:
         wanted = [matrix.code_of[c] for c in collections if c in matrix.code_of]
         if not wanted or matrix.width != query.shape[0]:
             return []
-        scores = np.einsum("ij,j->i", matrix.rows, query)
+        scores = similarity(matrix.rows, query)
         scores[~np.isin(matrix.codes, wanted) | (scores < floor)] = -np.inf
         top = np.argpartition(-scores, min(n, len(scores) - 1))[:n]
         top = top[np.isfinite(scores[top])]
