@@ -1,6 +1,6 @@
 """Knowledge retrieval at scale: ingest throughput and query latency at 10,000 chunks (SQLite).
 
-Run: ``.venv/bin/python benchmarks/retrieval.py`` (about a minute; ``--chunks N`` for another
+Run: ``.venv/bin/python benchmarks/knowledge.py`` (about a minute; ``--chunks N`` for another
 size; ``--model offline:multilingual`` for the other offline model). A benchmark, not a test:
 it prints figures and checks the target (p95 of a hybrid query ≤ 10 ms at 10,000 chunks)
 without failing on it. Wall-clock times on a machine other processes load are stretched by
