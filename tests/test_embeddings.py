@@ -223,6 +223,31 @@ def test_a_team_may_name_its_own_embedding_model(tmp_path: Path, scripted: dict[
     assert set(_vector_rows(tmp_path / "kb.db")) == {embedder("offline").name, "openai:a"}
 
 
+def test_passages_are_embedded_while_no_write_lock_is_held(
+    tmp_path: Path, scripted: dict[str, Axes]
+) -> None:
+    db = tmp_path / "kb.db"
+    writes: list[int] = []
+
+    class Writing(Axes):  # a slow provider: meanwhile, another connection writes at once
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            with sqlite3.connect(db, timeout=0) as other:
+                other.execute("CREATE TABLE IF NOT EXISTS other_writes (n INTEGER)")
+                writes.append(other.execute("INSERT INTO other_writes VALUES (1)").rowcount)
+            return super().embed_documents(texts)
+
+    scripted["a"] = Writing(["apple"])
+    kb = KnowledgeBase(db, Settings(embedding_model="openai:a"))
+    kb.add_document("shared", "apple.txt", "apple pie", False)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pear.md").write_text("# Pear\n\nA pear.\n")
+    kb.ingest([docs])
+
+    assert writes == [1, 1]
+    assert _vector_rows(db) == {"openai:a": 2}
+
+
 # --- provider models over their wire ------------------------------------------------------------
 @pytest.fixture
 def fake() -> Iterator[FakeEmbeddings]:

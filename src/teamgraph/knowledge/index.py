@@ -197,16 +197,17 @@ class KnowledgeBase:
         source = f"upload:{uuid.uuid4().hex}/{name}"
         parts = chunk_markdown(text) if markdown else chunk_text(text)
         digest = hashlib.sha256(text.encode()).hexdigest()
-        with self._connect() as conn, conn:
-            for ordinal, chunk in enumerate(parts):
-                _insert_chunk(conn, collection, source, ordinal, chunk)
-            cursor = conn.execute(
-                "INSERT INTO kb_files (collection, path, name, sha256, added_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (collection, source, name, digest, now := _now()),
-            )
-            vectors.bump(conn)
-            self._embed_missing(conn, self.embedder(), (collection,))
+        with self._connect() as conn:
+            with conn:
+                for ordinal, chunk in enumerate(parts):
+                    _insert_chunk(conn, collection, source, ordinal, chunk)
+                cursor = conn.execute(
+                    "INSERT INTO kb_files (collection, path, name, sha256, added_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (collection, source, name, digest, now := _now()),
+                )
+                vectors.bump(conn)
+            self._embed_missing(conn, self.embedder(), (collection,))  # no write lock held
         return Document(int(cursor.lastrowid or 0), name, source, len(parts), now)
 
     def search(
@@ -283,8 +284,10 @@ class KnowledgeBase:
         self, conn: sqlite3.Connection, embedder: Embedder | None, scope: Sequence[str]
     ) -> None:
         """Embed the chunks of ``scope`` that have no vector of ``embedder``'s model; checked
-        once per change of the index. A failure is logged: those chunks wait for the next
-        ingest or search, and keyword search finds them meanwhile."""
+        once per change of the index. Called outside any transaction: the model (maybe a
+        provider over the network) runs while no write lock is held; each batch's vectors are
+        written in a short transaction of their own. A failure is logged: those chunks wait for
+        the next ingest or search, and keyword search finds them meanwhile."""
         if embedder is None:
             return
         key = (embedder.name, tuple(sorted(scope)))
