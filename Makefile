@@ -79,9 +79,11 @@ test: setup lowest browser-tools services
 	$(VENV)/bin/pytest
 	$(LOWEST)/bin/pytest -p no:cacheprovider --ignore=tests/ui --ignore=tests/api
 
-# How well the offline planner plans and routes: accuracy per measure, language and confusion.
+# How well the offline planner plans and routes: accuracy per measure, language and confusion;
+# how well the knowledge base finds the passage that answers: keyword, vector and hybrid.
 eval: setup
 	$(VENV)/bin/python evals/planning.py
+	$(VENV)/bin/python evals/retrieval.py
 
 bench: setup services
 	$(VENV)/bin/python benchmarks/scheduling.py

@@ -37,6 +37,7 @@ def _no_real_models(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
         raise RuntimeError(f"tests must not build real model clients (asked for {model!r})")
 
     monkeypatch.setattr("teamgraph.llm.resolve._init_chat_model", refuse)
+    monkeypatch.setattr("teamgraph.embeddings._init_embeddings", refuse)
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from teamgraph.config import EXAMPLES as PACKAGED
+from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import Hit, IngestReport, KnowledgeBase
 from teamgraph.knowledge.chunking import chunk_markdown, chunk_text
@@ -106,7 +107,8 @@ def test_files_deleted_from_an_ingested_directory_are_dropped(
 
     assert report.files_removed == 1
     assert kb.sources() == [str(keep)]
-    assert kb.search("platypus") == []
+    assert kb.search("platypus", mode="keyword") == []
+    assert {h.source for h in kb.search("platypus")} <= {str(keep)}  # a wombat is near by meaning
     assert kb.count() == 1
 
 
@@ -192,9 +194,11 @@ def test_over_long_paragraph_is_cut_without_losing_words() -> None:
 def test_search_ranks_the_right_chunk_first(
     examples_kb: KnowledgeBase, query: str, file: str, heading: str
 ) -> None:
-    top = examples_kb.search(query)[0]
+    top = examples_kb.search(query, mode="keyword")[0]
     assert Path(top.source).name == file
     assert heading in top.heading
+    hybrid = examples_kb.search(query)[:3]  # fused with meaning: still among the first three
+    assert any(Path(h.source).name == file and heading in h.heading for h in hybrid)
 
 
 def test_hit_reports_source_heading_text_snippet_and_score(examples_kb: KnowledgeBase) -> None:
@@ -280,7 +284,7 @@ def test_chinese_hits_read_back_clean(examples_kb: KnowledgeBase) -> None:
     assert "安全" in top.heading
     assert "**安全**" in top.snippet
     assert ZERO_WIDTH_SPACE not in top.snippet + top.text + top.heading
-    assert examples_kb.search("性能")[0].heading.endswith("的性能")
+    assert examples_kb.search("性能", mode="keyword")[0].heading.endswith("的性能")
 
 
 def test_mixed_chinese_and_english_text(kb: KnowledgeBase, tmp_path: Path) -> None:
@@ -373,3 +377,26 @@ def test_an_index_from_before_collections_is_rebuilt(tmp_path: Path) -> None:
     assert kb.count() == 0 and kb.sources() == []
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+
+
+def test_a_full_text_index_without_collections_in_it_is_rebuilt(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    kb = KnowledgeBase(db, _keyword_only())
+    kb.add_document("user:u1", "yaks.txt", "Yaks live in the Himalayas.", False)
+    kb.add_document("user:u2", "yaks.txt", "Yaks carry loads.", False)
+    with sqlite3.connect(db) as conn:  # the full-text table as it was before it held scopes
+        conn.execute("DROP TABLE kb_fts")
+        conn.execute("CREATE VIRTUAL TABLE kb_fts USING fts5(heading, body)")
+        conn.execute(
+            "INSERT INTO kb_fts (rowid, heading, body) SELECT id, heading, text FROM kb_chunks"
+        )
+
+    reopened = KnowledgeBase(db, _keyword_only())
+
+    assert [h.text for h in reopened.search("yaks", collections=["user:u2"])] == [
+        "Yaks carry loads."
+    ]
+
+
+def _keyword_only() -> Settings:
+    return Settings(embedding_model="none")

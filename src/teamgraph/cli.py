@@ -650,7 +650,8 @@ def ingest(
     from teamgraph.runtime.runner import team_collection
 
     try:
-        kb = KnowledgeBase(_settings(db).sqlite_path)
+        settings = _settings(db)
+        kb = KnowledgeBase(settings.sqlite_path, settings)
         report = kb.ingest(paths, team_collection(team) if team else SHARED)
     except (OSError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None

@@ -117,6 +117,19 @@ class Settings(BaseSettings):
         default=20, ge=0, description="Extra PostgreSQL connections a process opens under load."
     )
 
+    embedding_model: str = Field(
+        default="offline",
+        description="Embeddings of the knowledge index: offline (WordLlama, shipped with the "
+        "package), offline:multilingual (teamgraph[multilingual]), openai:<model>, "
+        "ollama:<model>, or none (keyword search only).",
+    )
+    embedding_min_similarity: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="Cosine similarity under which a passage found by meaning is dropped "
+        "(unset: 0.15 for the offline models, 0 for a provider's).",
+    )
     knowledge_path: Path = Field(
         default=Path("teamgraph-knowledge.db"),
         description="SQLite file of the knowledge index when DATABASE_URL is PostgreSQL.",

@@ -1,11 +1,16 @@
-"""The local knowledge base: markdown and text files in a SQLite FTS5 index, ranked by BM25.
+"""The local knowledge base: markdown and text files in SQLite, found by keyword (FTS5, BM25)
+and by meaning (embeddings), the two fused (:mod:`teamgraph.knowledge.fusion`).
 
 All tables are prefixed ``kb_`` because the database file is shared with other teamgraph tables:
 
 * ``kb_files``  — one row per document, in a *collection*: its id, resolved path (or
   ``upload:<id>/<name>`` for an uploaded one), name and SHA-256 of its bytes;
 * ``kb_chunks`` — the chunks, as written (collection, source, position, heading path, text);
-* ``kb_fts``    — FTS5 index over heading path and text, ``rowid`` = ``kb_chunks.id``.
+* ``kb_fts``    — FTS5 index over heading path and text, ``rowid`` = ``kb_chunks.id``, and the
+  chunk's collection as one term (``scope``), so a search ranks the chunks of its collections
+  only;
+* ``kb_vectors``, ``kb_meta`` — each chunk's vector per embedding model, and a counter of
+  changes (:mod:`teamgraph.knowledge.vectors`).
 
 A collection is one owner's documents: ``team:<name>`` (a team's YAML ``knowledge``),
 ``user:<id>`` (what a user uploaded), ``shared`` (``teamgraph ingest``). A search names the
@@ -15,6 +20,11 @@ the shared one, never another team's or user's.
 The FTS tokenizer is ``porter unicode61 remove_diacritics 2``: ``unicode61`` splits words and
 folds case and accents (``café`` matches ``cafe``), ``porter`` stems English words so ``indexes``
 matches ``index``; it leaves non-ASCII tokens, such as CJK characters, untouched.
+
+A search takes the best keyword matches and the passages nearest in meaning (embedded by the
+``embedding_model`` setting, or the model a team names; ``none``: keyword only) and fuses the two
+lists. A passage whose vector is missing for that model (a new model, a failed provider call) is
+embedded on the next ingest or search; until then keyword search still finds it.
 
 Every call opens its own short-lived connection, so one :class:`KnowledgeBase` can be used from
 several threads, e.g. from asyncio code via ``asyncio.to_thread``. How CJK text is indexed and how
@@ -33,20 +43,36 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from teamgraph import embeddings
+from teamgraph.config import Settings
+from teamgraph.embeddings import Embedder
 from teamgraph.errors import UsageError
+from teamgraph.knowledge import vectors
 from teamgraph.knowledge.chunking import Chunk, chunk_markdown, chunk_text
-from teamgraph.knowledge.text import build_match_query, mark_cjk, unmark_cjk
+from teamgraph.knowledge.fusion import coverage, fuse
+from teamgraph.knowledge.text import (
+    build_match_query,
+    content_words,
+    mark_cjk,
+    scope_term,
+    snippet,
+)
 from teamgraph.storage.sqlite import BUSY_TIMEOUT_S, connect
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 SUFFIXES = MARKDOWN_SUFFIXES | {".txt"}
 HEADING_WEIGHT = 2.0  # bm25 column weight of the heading path relative to the chunk text
-SNIPPET_TOKENS = 24
+POOL = 20  # candidates taken from each list (at least; 3 per hit asked for)
 log = logging.getLogger(__name__)
+Mode = Literal["hybrid", "keyword", "vector"]
 
 SHARED = "shared"
+_FTS = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS kb_fts USING fts5"
+    "(heading, body, scope, tokenize = 'porter unicode61 remove_diacritics 2')"
+)
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS kb_files (id INTEGER PRIMARY KEY, collection TEXT NOT NULL,"
     " path TEXT NOT NULL, name TEXT NOT NULL, sha256 TEXT NOT NULL, added_at TEXT NOT NULL,"
@@ -54,22 +80,22 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS kb_chunks (id INTEGER PRIMARY KEY, collection TEXT NOT NULL,"
     " source TEXT NOT NULL, ordinal INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS kb_chunks_source ON kb_chunks (collection, source)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS kb_fts USING fts5"
-    "(heading, body, tokenize = 'porter unicode61 remove_diacritics 2')",
+    _FTS,
+    *vectors.SCHEMA,
 )
 _BEFORE_COLLECTIONS = (
+    "DROP TABLE IF EXISTS kb_vectors",
     "DROP TABLE IF EXISTS kb_fts",
     "DROP TABLE IF EXISTS kb_chunks",
     "DROP TABLE IF EXISTS kb_files",
 )
 _SEARCH = """
-    SELECT c.source, c.heading, c.text,
-           snippet(kb_fts, 1, '**', '**', '…', {tokens}),
-           bm25(kb_fts, {weight}, 1.0) AS raw_score
-    FROM kb_fts JOIN kb_chunks AS c ON c.id = kb_fts.rowid
-    WHERE kb_fts MATCH ? AND c.collection IN ({collections})
-    ORDER BY raw_score, c.source, c.ordinal
-    LIMIT ?
+    SELECT c.id, c.source, c.heading, c.text, f.raw_score
+    FROM (SELECT rowid, bm25(kb_fts, {weight}, 1.0, 0.0) AS raw_score FROM kb_fts
+          WHERE kb_fts MATCH ? ORDER BY raw_score LIMIT ?) AS f
+    JOIN kb_chunks AS c ON c.id = f.rowid
+    WHERE c.collection IN ({collections})
+    ORDER BY f.raw_score, c.source, c.ordinal
 """
 
 
@@ -90,8 +116,10 @@ class Hit:
     """One search result.
 
     ``source`` is the resolved path of the file, ``heading`` its heading path (``""`` for text
-    files). ``snippet`` is a short FTS5 excerpt of ``text`` on one line, matched terms wrapped in
-    ``**`` (markdown bold) and cuts marked ``…``. ``score`` is BM25 negated: higher is better.
+    files). ``snippet`` is a short excerpt of ``text`` on one line where the query's terms are
+    densest, matched terms wrapped in ``**`` (markdown bold) and cuts marked ``…``
+    (:func:`~teamgraph.knowledge.text.snippet`). ``score``: higher is better — the fused score
+    (hybrid), BM25 negated (keyword) or the cosine similarity (vector).
     """
 
     source: str
@@ -113,16 +141,21 @@ class Document:
 
 
 class KnowledgeBase:
-    """A full-text index of markdown and text files in a SQLite database file, in collections."""
+    """A hybrid (keyword and vector) index of markdown and text files in a SQLite database
+    file, in collections."""
 
-    def __init__(self, db_path: str | Path) -> None:
+    def __init__(self, db_path: str | Path, settings: Settings | None = None) -> None:
         """Open (creating if needed) the ``kb_*`` tables in ``db_path``; other tables are left
         alone. ``:memory:`` is refused: each call opens its own connection. An index written
         before collections existed is dropped (it is rebuilt from its files: a team's on its next
-        run; ``teamgraph ingest`` again for the rest)."""
+        run; ``teamgraph ingest`` again for the rest). ``settings`` name the embedding model
+        (``embedding_model``) and its provider's endpoint."""
         if str(db_path) == ":memory:":
             raise ValueError("KnowledgeBase needs a database file, not ':memory:'")
         self.db_path = Path(db_path)
+        self.settings = settings or Settings()
+        self.vectors = vectors.VectorIndex()
+        self._complete: dict[tuple[str, tuple[str, ...]], int] = {}  # (model, scope) -> generation
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as conn, conn:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(kb_files)")}
@@ -130,8 +163,11 @@ class KnowledgeBase:
                 log.warning("knowledge index %s predates collections: rebuilt", self.db_path)
                 for statement in _BEFORE_COLLECTIONS:
                     conn.execute(statement)
+            fts = {row[1] for row in conn.execute("PRAGMA table_info(kb_fts)")}
             for statement in _SCHEMA:
                 conn.execute(statement)
+            if fts and "scope" not in fts:
+                _rebuild_fts(conn)
 
     def ingest(self, paths: Iterable[str | Path], collection: str = SHARED) -> IngestReport:
         """Index files and directories (recursively: ``*.md``, ``*.markdown``, ``*.txt``) into
@@ -153,6 +189,7 @@ class KnowledgeBase:
                     indexed += 1
                     chunks += written
             removed = _prune(conn, collection, directories)
+            self._embed_missing(conn, self.embedder(), (collection,))
         return IngestReport(indexed, unchanged, chunks, removed)
 
     def add_document(self, collection: str, name: str, text: str, markdown: bool) -> Document:
@@ -160,44 +197,118 @@ class KnowledgeBase:
         source = f"upload:{uuid.uuid4().hex}/{name}"
         parts = chunk_markdown(text) if markdown else chunk_text(text)
         digest = hashlib.sha256(text.encode()).hexdigest()
-        with self._connect() as conn, conn:
-            for ordinal, chunk in enumerate(parts):
-                _insert_chunk(conn, collection, source, ordinal, chunk)
-            cursor = conn.execute(
-                "INSERT INTO kb_files (collection, path, name, sha256, added_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (collection, source, name, digest, now := _now()),
-            )
+        with self._connect() as conn:
+            with conn:
+                for ordinal, chunk in enumerate(parts):
+                    _insert_chunk(conn, collection, source, ordinal, chunk)
+                cursor = conn.execute(
+                    "INSERT INTO kb_files (collection, path, name, sha256, added_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (collection, source, name, digest, now := _now()),
+                )
+                vectors.bump(conn)
+            self._embed_missing(conn, self.embedder(), (collection,))  # no write lock held
         return Document(int(cursor.lastrowid or 0), name, source, len(parts), now)
 
-    def search(self, query: str, k: int = 5, collections: Sequence[str] = (SHARED,)) -> list[Hit]:
-        """Return up to ``k`` chunks of ``collections`` matching any term of ``query``, best
-        first — at most half of them (rounded up) from one file while other files match too, so
-        a query naming two subjects ("PostgreSQL MongoDB performance") hears from both.
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        collections: Sequence[str] = (SHARED,),
+        model: str | None = None,
+        mode: Mode = "hybrid",
+    ) -> list[Hit]:
+        """Return up to ``k`` chunks of ``collections`` for ``query``, best first.
 
-        ``query`` is free text and never raises an FTS syntax error; a query with no searchable
-        term (empty, punctuation only, stop words only) returns ``[]``.
+        ``mode``: ``hybrid`` fuses the chunks matching any term of ``query`` with those nearest
+        in meaning (embedded by ``model``; unset: the ``embedding_model`` setting), ``keyword``
+        and ``vector`` use one list. A passage found by meaning alone must be at least
+        ``embedding_min_similarity`` close. ``query`` is free text and never raises an FTS
+        syntax error; a query with no searchable term (empty, punctuation only, stop words only)
+        returns ``[]``.
+
+        By keyword alone, at most half of the hits (rounded up) come from one file while other
+        files match too, so a query naming two subjects ("PostgreSQL MongoDB performance")
+        hears from both: BM25 alone may rank one file's chunks first on one frequent word.
+        Fused with meaning the lists mix by themselves, and the cap would hide the third
+        relevant passage of a question about one subject.
         """
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
         match = build_match_query(query)
         if match is None or not collections:
             return []
-        sql = _SEARCH.format(
-            tokens=SNIPPET_TOKENS,
-            weight=HEADING_WEIGHT,
-            collections=",".join("?" * len(collections)),
-        )
+        embedder = None if mode == "keyword" else self.embedder(model)
+        pool = max(k * _CANDIDATES, POOL)
         with self._connect() as conn:
-            rows = conn.execute(sql, (match, *collections, k * _CANDIDATES)).fetchall()
+            keyword = [] if mode == "vector" else _keyword(conn, match, collections, pool)
+            nearest = self._nearest(conn, embedder, query, collections, pool) if embedder else []
+            ranked = _ranked(query, keyword, nearest, mode)
+            rows = _rows(conn, ranked, keyword)
+        best = _spread(rows, k) if mode == "keyword" or not nearest else rows[:k]
         return [
-            Hit(source=source, heading=heading, snippet=_clean(snippet), text=text, score=-raw)
-            for source, heading, text, snippet, raw in _spread(rows, k)
+            Hit(source=src, heading=heading, snippet=snippet(text, query), text=text, score=score)
+            for src, heading, text, score in best
         ]
 
-    def scoped(self, collections: Sequence[str]) -> Scoped:
-        """A view that searches these collections only."""
-        return Scoped(self, tuple(dict.fromkeys(collections)))
+    def embedder(self, model: str | None = None) -> Embedder | None:
+        """The embedder of ``model`` (unset: the ``embedding_model`` setting); ``None``: none."""
+        return embeddings.embedder(model, self.settings)
+
+    def _nearest(
+        self,
+        conn: sqlite3.Connection,
+        embedder: Embedder,
+        query: str,
+        scope: Sequence[str],
+        n: int,
+    ) -> list[tuple[int, float]]:
+        """The ``n`` chunks of ``scope`` nearest to ``query`` by ``embedder``, best first; ``[]``
+        when the query cannot be embedded (a provider down: keyword search goes on)."""
+        try:
+            wanted = embedder.embed_query(content_words(query))
+        except Exception as exc:  # a provider's failure of any kind: keyword search goes on
+            log.warning("knowledge search without %s: %s", embedder.name, exc)
+            return []
+        if self.vectors.width(conn, embedder.name) not in (0, wanted.shape[0]):
+            log.warning("embedding model %s changed its dimensions: re-embedding", embedder.name)
+            with conn:
+                conn.execute("DELETE FROM kb_vectors WHERE model = ?", (embedder.name,))
+                vectors.bump(conn)
+        self._embed_missing(conn, embedder, scope)
+        floor = self.settings.embedding_min_similarity
+        floor = embedder.min_similarity if floor is None else floor
+        return self.vectors.search(conn, embedder.name, wanted, scope, n, floor)
+
+    def _embed_missing(
+        self, conn: sqlite3.Connection, embedder: Embedder | None, scope: Sequence[str]
+    ) -> None:
+        """Embed the chunks of ``scope`` that have no vector of ``embedder``'s model; checked
+        once per change of the index. Called outside any transaction: the model (maybe a
+        provider over the network) runs while no write lock is held; each batch's vectors are
+        written in a short transaction of their own. A failure is logged: those chunks wait for
+        the next ingest or search, and keyword search finds them meanwhile."""
+        if embedder is None:
+            return
+        key = (embedder.name, tuple(sorted(scope)))
+        if self._complete.get(key) == vectors.generation(conn):
+            return
+        if len(self._complete) > _COMPLETE_MAX:  # one entry per model and scope (user) seen
+            self._complete.clear()
+        while todo := vectors.missing(conn, embedder.name, scope, vectors.EMBED_BATCH):
+            try:
+                rows = embedder.embed_documents([vectors.passage(h, t) for _, h, t in todo])
+            except Exception as exc:  # a provider's failure of any kind: vectors wait
+                log.warning("knowledge passages not embedded by %s: %s", embedder.name, exc)
+                return
+            with conn:
+                vectors.store(conn, embedder.name, [chunk for chunk, _, _ in todo], rows)
+        self._complete[key] = vectors.generation(conn)
+
+    def scoped(self, collections: Sequence[str], model: str | None = None) -> Scoped:
+        """A view that searches these collections only, by ``model``'s embeddings (unset: the
+        ``embedding_model`` setting)."""
+        return Scoped(self, tuple(dict.fromkeys(collections)), model)
 
     def documents(self, collection: str) -> list[Document]:
         """The documents of ``collection``, oldest first."""
@@ -263,12 +374,14 @@ class Scoped:
 
     base: KnowledgeBase
     collections: tuple[str, ...]
+    model: str | None = None  # embedding model; None: the embedding_model setting
 
     def search(self, query: str, k: int = 5) -> list[Hit]:
-        return self.base.search(query, k, self.collections)
+        return self.base.search(query, k, self.collections, self.model)
 
 
 _CANDIDATES = 3  # rows fetched per hit returned, to choose among
+_COMPLETE_MAX = 10_000
 
 
 def _spread(rows: Sequence[Any], k: int) -> list[Any]:
@@ -287,6 +400,45 @@ def _spread(rows: Sequence[Any], k: int) -> list[Any]:
     return sorted(taken, key=lambda row: order[id(row)])
 
 
+def _keyword(
+    conn: sqlite3.Connection, match: str, collections: Sequence[str], n: int
+) -> list[tuple[int, str, str, str, float]]:
+    """The ``n`` best keyword matches: (chunk id, source, heading, text, -BM25). The
+    collections are a filter of the full-text query itself (a ``scope`` term per chunk), so only
+    their chunks are ranked; the join checks them again."""
+    sql = _SEARCH.format(weight=HEADING_WEIGHT, collections=",".join("?" * len(collections)))
+    scope = " OR ".join(f'"{scope_term(c)}"' for c in collections)
+    scoped = f"({match}) AND scope : ({scope})"
+    rows = conn.execute(sql, (scoped, n, *collections)).fetchall()
+    return [(int(i), s, h, t, -raw) for i, s, h, t, raw in rows]
+
+
+def _ranked(
+    query: str, keyword: Sequence[tuple[Any, ...]], nearest: list[tuple[int, float]], mode: Mode
+) -> list[tuple[int, float]]:
+    """Chunk ids with their scores, best first, as ``mode`` ranks them."""
+    if mode == "keyword" or not nearest:
+        return [(row[0], row[4]) for row in keyword]
+    if mode == "vector" or not keyword:
+        return nearest
+    covered = coverage(query, ((row[0], f"{row[2]} {row[3]}") for row in keyword))
+    return fuse([row[0] for row in keyword], [chunk for chunk, _ in nearest], covered)
+
+
+def _rows(
+    conn: sqlite3.Connection, ranked: list[tuple[int, float]], keyword: Sequence[tuple[Any, ...]]
+) -> list[tuple[str, str, str, float]]:
+    """(source, heading, text, score) of the ranked chunks, in order."""
+    known = {row[0]: row[1:4] for row in keyword}
+    wanted = [chunk for chunk, _ in ranked if chunk not in known]
+    if wanted:
+        marks = ",".join("?" * len(wanted))
+        sql = f"SELECT id, source, heading, text FROM kb_chunks WHERE id IN ({marks})"
+        found = conn.execute(sql, wanted).fetchall()
+        known |= {int(i): (s, h, t) for i, s, h, t in found}
+    return [(*known[chunk], score) for chunk, score in ranked if chunk in known]
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -296,11 +448,6 @@ def _source(conn: sqlite3.Connection, collection: str, document_id: int) -> str 
         "SELECT path FROM kb_files WHERE id = ? AND collection = ?", (document_id, collection)
     ).fetchone()
     return None if row is None else str(row[0])
-
-
-def _clean(snippet: str) -> str:
-    """Make an FTS5 snippet readable: drop CJK markers, fold line breaks into single spaces."""
-    return " ".join(unmark_cjk(snippet).split())
 
 
 def _collect(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
@@ -371,8 +518,21 @@ def _insert_chunk(
         (collection, source, ordinal, chunk.heading, chunk.text),
     )
     conn.execute(
-        "INSERT INTO kb_fts (rowid, heading, body) VALUES (?, ?, ?)",
-        (cursor.lastrowid, mark_cjk(chunk.heading), mark_cjk(chunk.text)),
+        "INSERT INTO kb_fts (rowid, heading, body, scope) VALUES (?, ?, ?, ?)",
+        (cursor.lastrowid, mark_cjk(chunk.heading), mark_cjk(chunk.text), scope_term(collection)),
+    )
+
+
+def _rebuild_fts(conn: sqlite3.Connection) -> None:
+    """Re-create the full-text index from the chunks (an index written before the full-text
+    table held each chunk's collection)."""
+    log.warning("knowledge full-text index rebuilt with collections")
+    conn.execute("DROP TABLE kb_fts")
+    conn.execute(_FTS)
+    rows = conn.execute("SELECT id, collection, heading, text FROM kb_chunks").fetchall()
+    conn.executemany(
+        "INSERT INTO kb_fts (rowid, heading, body, scope) VALUES (?, ?, ?, ?)",
+        [(i, mark_cjk(h), mark_cjk(t), scope_term(c)) for i, c, h, t in rows],
     )
 
 
@@ -382,8 +542,10 @@ def _delete_source(conn: sqlite3.Connection, collection: str, source: str) -> No
         f"DELETE FROM kb_fts WHERE rowid IN (SELECT id FROM kb_chunks WHERE {where})",
         (collection, source),
     )
+    vectors.delete(conn, collection, source)
     conn.execute(f"DELETE FROM kb_chunks WHERE {where}", (collection, source))
     conn.execute("DELETE FROM kb_files WHERE collection = ? AND path = ?", (collection, source))
+    vectors.bump(conn)
 
 
 def _prune(conn: sqlite3.Connection, collection: str, directories: list[Path]) -> int:

@@ -113,7 +113,7 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
         await runs.setup()
         records = await asyncio.to_thread(SqliteRecords, path)
         stack.callback(records.close)
-        knowledge = await asyncio.to_thread(KnowledgeBase, path)
+        knowledge = await asyncio.to_thread(KnowledgeBase, path, settings)
         yield Backend(
             saver, store, records.ledger, records.journal, runs, knowledge, engine, direct
         )
@@ -148,7 +148,7 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
             await saver.setup()
             await store.setup()
             await runs.setup()
-        knowledge = KnowledgeBase(settings.knowledge_path.resolve())
+        knowledge = KnowledgeBase(settings.knowledge_path.resolve(), settings)
         ledger, journal = StoreStepLedger(store), StoreJournal(store)
         rates = SharedRates(engine)
         yield Backend(saver, store, ledger, journal, runs, knowledge, engine, direct, rates)

@@ -426,7 +426,8 @@ class Runner:
             tools=self.config.registry,
             tool_resources=ToolResources(
                 knowledge=self.backend.knowledge.scoped(
-                    (team_collection(self.team.name), user_collection(user), SHARED)
+                    (team_collection(self.team.name), user_collection(user), SHARED),
+                    self.team.embedding_model,
                 ),
                 store=self.backend.store,
                 notes_namespace=("teamgraph", "notes", self.team.name, user),

@@ -151,6 +151,13 @@ class TeamSpec(BaseModel):
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
     members: list[Member] = Field(min_length=1)
     knowledge: list[str] = Field(default_factory=list, description="Paths indexed for search_docs")
+    embedding_model: str | None = Field(
+        default=None,
+        pattern=r"^(offline|none|[a-z_]+:\S+)$",
+        description="Embeddings search_docs finds passages by meaning with: offline, "
+        "openai:<model>, ollama:<model>, or none (keyword only); unset: the embedding_model "
+        "setting.",
+    )
     workflow: WorkflowOptions = Field(default_factory=WorkflowOptions)
     supervisor: SupervisorOptions = Field(default_factory=SupervisorOptions)
     swarm: SwarmOptions = Field(default_factory=SwarmOptions)

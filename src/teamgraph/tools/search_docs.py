@@ -31,7 +31,7 @@ def format_hits(hits: Sequence[Hit]) -> str:
     return "\n\n".join(_format_hit(number, hit) for number, hit in enumerate(hits, start=1))
 
 
-def make_search_docs_tool(kb: KnowledgeBase, k: int = 4) -> BaseTool:
+def make_search_docs_tool(kb: KnowledgeBase, k: int = 5) -> BaseTool:
     """Build the ``search_docs`` tool over ``kb``, returning at most ``k`` passages per call.
 
     The tool is asynchronous (the SQLite search runs in ``asyncio.to_thread``); a synchronous
