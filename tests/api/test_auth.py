@@ -8,7 +8,7 @@ import jwt
 import pytest
 
 from teamgraph.config import Settings
-from teamgraph.server.security import create_token
+from teamgraph.server.credentials import create_token
 
 from .conftest import PASSWORD, User, make_session
 
@@ -71,6 +71,24 @@ async def test_a_token_that_expires_is_refused_after_it_was_accepted(
     forged = jwt.encode({"sub": user_id, "exp": expires}, "another-secret-long-enough-for-hs256")
     forged_headers = {"Authorization": f"Bearer {forged}"}
     assert (await client.get("/api/v1/auth/sessions", headers=forged_headers)).status_code == 401
+
+
+@pytest.mark.parametrize("extra", [{}, {"exp": 10**15}], ids=["no exp", "exp past year 9999"])
+async def test_a_signed_token_without_a_usable_expiry_is_401_on_every_route(
+    client: httpx.AsyncClient, alice: User, api_settings: Settings, extra: dict[str, int]
+) -> None:
+    """Correctly signed, but not a token this server issues: refused, never a server error —
+    on a plain route and on a rate-limited one (the limiter reads every request's token)."""
+    user_id = jwt.decode(alice.token, api_settings.jwt_secret, algorithms=["HS256"])["sub"]
+    token = jwt.encode({"sub": user_id, **extra}, api_settings.jwt_secret, algorithm="HS256")
+    headers = {"Authorization": f"Bearer {token}"}
+    sid = (await make_session(client, alice))["session_id"]
+    listed = await client.get("/api/v1/auth/sessions", headers=headers)
+    started = await client.post(
+        f"/api/v1/sessions/{sid}/runs", json={"input": "hello"}, headers=headers
+    )
+    assert (listed.status_code, started.status_code) == (401, 401)
+    assert listed.json()["detail"] == "Invalid or expired token"
 
 
 async def test_session_lifecycle(client: httpx.AsyncClient, alice: User) -> None:
