@@ -13,7 +13,7 @@ from teamgraph.config import Settings
 from teamgraph.server.credentials import (
     API_KEY_CACHE_S,
     TOKEN_COOKIE,
-    Credentials,
+    Authenticator,
     Presented,
     create_token,
     presented,
@@ -166,7 +166,7 @@ async def test_a_revoked_key_is_refused_at_once_here_and_after_the_cache_time_el
     by_key = {"x-api-key": made["key"]}
     assert (await client.get("/api/v1/teams", headers=by_key)).status_code == 200
     now = [0.0]
-    elsewhere = Credentials(
+    elsewhere = Authenticator(
         "unused-secret", app.state.teamgraph.backend.direct, clock=lambda: now[0]
     )
     remembered = await elsewhere.claims(made["key"])

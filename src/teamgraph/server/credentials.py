@@ -3,7 +3,7 @@
 A request presents at most one credential, looked for in this order: ``Authorization: Bearer``
 (a user token, a session token or an API key), ``x-api-key`` (an API key, as langgraph-sdk sends
 it), then the HttpOnly log-in cookie (a token; a request authenticated by it alone that may change
-something must pass the CSRF check, :func:`check_csrf`). :class:`Credentials` resolves it to
+something must pass the CSRF check, :func:`check_csrf`). :class:`Authenticator` resolves it to
 :class:`TokenClaims` — the user, and the session of a session token. The routes' dependencies
 (:mod:`teamgraph.server.deps`) and the rate limiter (:mod:`teamgraph.server.ratelimit`) both read
 credentials here, so a caller is counted as the user it authenticates as, API-key users included.
@@ -165,7 +165,7 @@ async def owned_keys(db: AsyncSession, user_id: str) -> list[ApiKeyRow]:
 
 
 async def revoke_key(db: AsyncSession, user_id: str, key_id: str) -> str | None:
-    """Revoke one of the user's keys; its hash (for :meth:`Credentials.forget`), or ``None``
+    """Revoke one of the user's keys; its hash (for :meth:`Authenticator.forget`), or ``None``
     when the user has no such key."""
     query = select(ApiKeyRow).where(ApiKeyRow.id == key_id, ApiKeyRow.user_id == user_id)
     row = (await db.scalars(query)).first()
@@ -214,7 +214,7 @@ def presented(scope: Scope) -> Presented | None:
     return Presented(token.strip(), "cookie") if token.strip() else None
 
 
-class Credentials:
+class Authenticator:
     """Resolves a presented token — a JWT or an API key — to its claims (one per app)."""
 
     def __init__(

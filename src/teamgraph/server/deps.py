@@ -60,7 +60,7 @@ async def get_claims(request: Request) -> TokenClaims:
         raise _unauthorized("Not authenticated")
     if found.source == "cookie":
         check_csrf(request, state.settings.cors_origins)
-    claims = await state.credentials.claims(found.token)
+    claims = await state.authenticator.claims(found.token)
     if claims is None and is_api_key(found.token):
         raise _unauthorized("Invalid or revoked API key")
     if claims is None:

@@ -167,7 +167,7 @@ def install_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> No
     app.add_middleware(
         RateLimitMiddleware,
         limits=settings.rate_limits,
-        credentials=lambda: app.state.teamgraph.credentials,
+        authenticator=lambda: app.state.teamgraph.authenticator,
     )
     if settings.cors_origins:
         app.add_middleware(

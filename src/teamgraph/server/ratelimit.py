@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from teamgraph.errors import UsageError
-from teamgraph.server.credentials import Credentials, presented
+from teamgraph.server.credentials import Authenticator, presented
 
 _PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
 _LIMIT = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour|day)s?\s*$")
@@ -114,19 +114,19 @@ class SlidingWindowLimiter:
 
 class RateLimitMiddleware:
     """429 with ``Retry-After`` when a request's group is over its limit for the client IP or,
-    with a valid credential, for its user. ``credentials``: the app's reader (it exists once the
-    app has started)."""
+    with a valid credential, for its user. ``authenticator``: the app's (it exists once the app
+    has started)."""
 
     def __init__(
         self,
         app: ASGIApp,
         limits: Mapping[str, str],
-        credentials: Callable[[], Credentials],
+        authenticator: Callable[[], Authenticator],
         limiter: SlidingWindowLimiter | None = None,
     ) -> None:
         self.app = app
         self.limits = parse_limits(limits)
-        self.credentials = credentials
+        self.authenticator = authenticator
         self.limiter = limiter or SlidingWindowLimiter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -161,7 +161,7 @@ class RateLimitMiddleware:
         if found is None:
             return None
         try:
-            claims = await self.credentials().claims(found.token)
+            claims = await self.authenticator().claims(found.token)
         except Exception:  # the database is unreachable: the address still counts
             return None
         return claims.user_id if claims else None

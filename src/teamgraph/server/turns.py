@@ -180,8 +180,7 @@ async def _chat(state: AppState, intent: Start, session: SessionRow, team: str) 
         return await open_turn(state, start, session, team)
     run = waiting.run
     if waiting.asks:
-        await state.runs.resume(run.id, answer=intent.answer or intent.request)
-        return Opened(run.id, run.team_name, run.last_seq)
+        return await open_turn(state, Answer(intent.answer or intent.request, run.id))
     calls = waiting.approvals
     notice = waiting_notice(calls) if calls else ""
     return Opened(run.id, run.team_name, notice=notice, waiting=calls)

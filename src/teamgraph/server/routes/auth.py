@@ -143,4 +143,4 @@ async def revoke_key(key_id: str, user: CurrentUser, state: State, db: Db) -> No
     key_hash = await credentials.revoke_key(db, user.id, key_id)
     if key_hash is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="API key not found")
-    state.credentials.forget(key_hash)
+    state.authenticator.forget(key_hash)
