@@ -194,6 +194,27 @@ async def test_an_api_key_user_is_limited_as_that_user_from_any_address(serve: S
             assert anonymous.status_code == 401 and "revoked" in anonymous.json()["detail"]
 
 
+async def test_an_address_over_its_limit_is_refused_before_any_key_is_looked_up(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys sprayed from one address cost the database nothing once the address is over."""
+    async with serve(rate_limits={"chat": "1/minute"}) as app, client_for(app) as http:
+        authenticator = state_of(app).authenticator
+        looked_up: list[str] = []
+        resolve = authenticator.claims
+
+        async def counted(token: str) -> Any:
+            looked_up.append(token)
+            return await resolve(token)
+
+        monkeypatch.setattr(authenticator, "claims", counted)
+        path = f"/api/v1/sessions/{uuid.uuid4().hex}/runs"
+        first = await http.post(path, json={"input": "hi"}, headers={"x-api-key": "tg-guess-1"})
+        second = await http.post(path, json={"input": "hi"}, headers={"x-api-key": "tg-guess-2"})
+        assert (first.status_code, second.status_code) == (401, 429)
+        assert looked_up == ["tg-guess-1", "tg-guess-1"]  # the limiter's and the route's
+
+
 # --- body limit and CORS -------------------------------------------------------------------
 
 

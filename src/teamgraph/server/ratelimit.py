@@ -88,14 +88,24 @@ class SlidingWindowLimiter:
         if self._calls % self.SWEEP_EVERY == 0:
             self._sweep(now)
         windows = [self._window(key, limit, now) for key in keys]
-        wait = max(
-            (w[0] + limit.period - now for w in windows if len(w) >= limit.count), default=0.0
-        )
+        wait = self._wait(windows, limit, now)
         if wait > 0:
             return wait
         for window in windows:
             window.append(now)
         return 0.0
+
+    def wait(self, keys: Iterable[str], limit: Limit) -> float:
+        """The seconds until a request under ``keys`` would be admitted (0: now); records
+        nothing."""
+        now = self.clock()
+        return self._wait([self._window(key, limit, now) for key in keys], limit, now)
+
+    @staticmethod
+    def _wait(windows: list[deque[float]], limit: Limit, now: float) -> float:
+        return max(
+            (w[0] + limit.period - now for w in windows if len(w) >= limit.count), default=0.0
+        )
 
     def _window(self, key: str, limit: Limit, now: float) -> deque[float]:
         entry = self._hits.get(key)
@@ -135,7 +145,13 @@ class RateLimitMiddleware:
         if group is None or limit is None:
             await self.app(scope, receive, send)
             return
-        wait = self.limiter.hit(await self._keys(group, scope), limit)
+        client = scope.get("client")
+        address = f"{group}|ip|{client[0] if client else 'unknown'}"
+        wait = self.limiter.wait([address], limit)  # an address over its limit: no user lookup
+        if wait <= 0:
+            user = await self._user(scope)
+            keys = [address] if user is None else [address, f"{group}|user|{user}"]
+            wait = self.limiter.hit(keys, limit)
         if wait <= 0:
             await self.app(scope, receive, send)
             return
@@ -145,14 +161,6 @@ class RateLimitMiddleware:
             headers={"Retry-After": str(max(1, math.ceil(wait)))},
         )
         await response(scope, receive, send)
-
-    async def _keys(self, group: str, scope: Scope) -> list[str]:
-        client = scope.get("client")
-        keys = [f"{group}|ip|{client[0] if client else 'unknown'}"]
-        user = await self._user(scope)
-        if user is not None:
-            keys.append(f"{group}|user|{user}")
-        return keys
 
     async def _user(self, scope: Scope) -> str | None:
         """The user the request's credential authenticates (``None``: anonymous, or it could
