@@ -185,7 +185,7 @@ class QueuedRunManager(RunManager):
 
     async def _stop_remote(self, run_id: str) -> None:
         store = self.state.backend.runs
-        with self.notes.subscribe(EVENTS, run_id) as told:
+        with self.notes.subscribe(EVENTS, run_id) as stored:
             await store.request_cancel(run_id)
             loop = asyncio.get_running_loop()
             until = loop.time() + CANCEL_WAIT_S
@@ -193,4 +193,4 @@ class QueuedRunManager(RunManager):
                 if loop.time() > until:
                     raise RunConflict("cancel requested: the run has not stopped yet; try again")
                 with suppress(TimeoutError):
-                    await asyncio.wait_for(told.get(), 0.5)
+                    await asyncio.wait_for(stored.get(), 0.5)

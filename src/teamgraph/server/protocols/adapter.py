@@ -1,7 +1,7 @@
 """The adapter interface every wire dialect implements, and the plumbing they share.
 
-A dialect adapter is one module (here, or in :mod:`teamgraph.server.compat` for the seed
-projects' clients) with two parts:
+A dialect adapter is one module (here, or in :mod:`teamgraph.server.compat` for the clients
+of the projects the server grew from) with two parts:
 
 1. **Requests in**: its routes (a FastAPI ``router``) parse the dialect's request into an
    :data:`~teamgraph.server.turns.Intent` — :class:`~teamgraph.server.turns.Start`,

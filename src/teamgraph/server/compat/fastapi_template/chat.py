@@ -5,7 +5,7 @@
 A message is a chat :class:`~teamgraph.server.turns.Start`: it answers the session's paused run,
 or starts a run of the session's team (``mode=single``: its first agent alone; the workflow
 routes: the session's workflow team, with ``?template=`` a plan template that fits it). The
-streams send ``data: {"content", "done"}`` lines: the run told as one reply
+streams send ``data: {"content", "done"}`` lines: the run as one chat reply
 (:class:`~teamgraph.server.protocols.reply.ChatReply`), then ``{"done": true}``."""
 
 from __future__ import annotations
