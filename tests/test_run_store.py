@@ -222,10 +222,22 @@ async def test_lists_filter_and_come_newest_first(backend: Backend) -> None:
     assert [r.id for r in paused] == ["r1"]
     recent = await runs.list(since=start + timedelta(minutes=2))
     assert [r.id for r in recent] == ["r3", "r2"]
+    assert [r.id for r in await runs.list(session_id="s1", ids=["r0", "r2", "r3"])] == ["r0"]
+    assert await runs.list(ids=[]) == []
     latest = await runs.latest_in_session("s1")
     assert latest is not None and latest.id == "r1"
     assert await runs.latest_in_session("nothing") is None
     assert await runs.count_by_status() == {"completed": 1, "interrupted": 2, "running": 1}
+
+
+async def test_a_sessions_cost_is_the_sum_of_its_runs(backend: Backend) -> None:
+    runs = backend.runs
+    for run_id, session, cost in [("a", "s1", 0.25), ("b", "s1", 0.5), ("c", "s2", 0.125)]:
+        await runs.create(row(run_id, session_id=session, cost_usd=cost))
+    await runs.create(row("no-session"))
+    assert await runs.cost_by_session(["s1", "s2", "s3"]) == {"s1": 0.75, "s2": 0.125}
+    assert await runs.cost_by_session(["s2"]) == {"s2": 0.125}
+    assert await runs.cost_by_session([]) == {}
 
 
 async def test_events_are_read_back_in_order_past_a_page(backend: Backend) -> None:

@@ -210,14 +210,29 @@ def test_the_docs_python_client_runs(
     assert "PostgreSQL" in printed
 
 
-def test_a_frame_is_one_line_for_line_readers_that_split_at_u2028() -> None:
-    from ag_ui.core import TextMessageContentEvent
+def test_a_frame_is_what_ag_uis_encoder_writes_on_one_line_for_every_line_reader() -> None:
+    from ag_ui.core import (
+        Interrupt,
+        RunFinishedEvent,
+        RunFinishedInterruptOutcome,
+        StateDeltaEvent,
+        TextMessageContentEvent,
+    )
     from ag_ui.encoder import EventEncoder
 
-    from teamgraph.server.routes.agui import _frame
+    from teamgraph.server.protocols.agui import agui_frame
+    from teamgraph.server.sse import one_line
 
     text = "first\u2028second\u2029third\x85end"
-    event = TextMessageContentEvent(message_id="m1", delta=text)
-    lines = _frame(EventEncoder(), event).splitlines()  # as httpx's aiter_lines splits
+    content = TextMessageContentEvent(message_id="m1", delta=text)
+    lines = agui_frame(content).splitlines()  # as httpx's aiter_lines splits
     assert lines[1:] == [""] and lines[0].startswith("data: ")  # one data line, then the end
     assert json.loads(lines[0].removeprefix("data: "))["delta"] == text
+    asked = Interrupt(id="r:clarification", reason="clarification", message="Which one?")
+    outcome = RunFinishedInterruptOutcome(interrupts=[asked])
+    for event in (
+        content,
+        StateDeltaEvent(delta=[{"op": "replace", "path": "/plan/steps/0/status", "value": "done"}]),
+        RunFinishedEvent(thread_id="t", run_id="r", outcome=outcome),
+    ):
+        assert agui_frame(event) == one_line(EventEncoder().encode(event))

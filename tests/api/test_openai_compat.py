@@ -206,13 +206,3 @@ def test_the_docs_client_example_runs(
     exec(compile(code, "docs/openai.md", "exec"), {"__name__": "__main__"})
     printed = capsys.readouterr().out
     assert "'research'" in printed and "append-only file" in printed and "tokens" in printed
-
-
-def test_a_chunk_is_one_line_for_line_readers_that_split_at_u2028() -> None:
-    from teamgraph.server.routes.openai_compat import _Chunker
-
-    text = "first\u2028second\u2029third\x85end"
-    chunk = _Chunker("chatcmpl-1", "team").delta({"content": text})
-    lines = chunk.splitlines()  # as httpx's aiter_lines splits
-    assert lines[1:] == [""] and lines[0].startswith("data: ")  # one data line, then the end
-    assert json.loads(lines[0].removeprefix("data: "))["choices"][0]["delta"]["content"] == text

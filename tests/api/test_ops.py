@@ -17,20 +17,24 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from langchain_core.tools import tool
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from teamgraph.config import Settings
 from teamgraph.errors import UsageError
+from teamgraph.runtime.team import Team
 from teamgraph.server.app import create_app
 from teamgraph.server.app import serve as serve_app
-from teamgraph.server.logging import bind_run
+from teamgraph.server.logging import bind_run, json_logging
 from teamgraph.server.ops import metrics_of
 from teamgraph.server.ratelimit import Limit, SlidingWindowLimiter, route_group
 from teamgraph.server.state import AppState
+from teamgraph.server.worker import Worker
 from teamgraph.storage.direct import Direct
 from teamgraph.storage.run_store import SqlRunStore
+from teamgraph.testing import ScriptedChatModel, ToolCall
 
-from .conftest import PASSWORD, make_user
+from .conftest import PASSWORD, make_session, make_user
 
 Serve = Callable[..., AbstractAsyncContextManager[FastAPI]]
 
@@ -158,6 +162,57 @@ async def test_chat_limit_is_per_user_and_per_ip(serve: Serve) -> None:
         async with client_for(app, "10.0.0.3") as ip3:
             bad = {"Authorization": "Bearer nonsense"}
             assert (await ip3.post(path, json=body, headers=bad)).status_code != 429
+
+
+async def test_an_api_key_user_is_limited_as_that_user_from_any_address(serve: Serve) -> None:
+    """The limiter reads credentials as the routes do: an API key (as a bearer token or in
+    ``x-api-key``) counts against its user, whichever address it comes from; a revoked key is
+    an anonymous client at once."""
+    async with (
+        serve(rate_limits={"chat": "3/minute"}) as app,
+        client_for(app, "10.0.0.1") as ip1,
+        client_for(app, "10.0.0.2") as ip2,
+        client_for(app, "10.0.0.3") as ip3,
+    ):
+        alice = await make_user(ip1, "alice@example.com")
+        made = await ip1.post("/api/v1/auth/api-keys", json={}, headers=alice.headers)
+        key = made.json()["key"]
+        path = f"/api/v1/sessions/{uuid.uuid4().hex}/runs"
+        body = {"input": "hello"}
+        assert (await ip1.post(path, json=body, headers={"x-api-key": key})).status_code == 404
+        bearer = {"Authorization": f"Bearer {key}"}
+        assert (await ip2.post(path, json=body, headers=bearer)).status_code == 404
+        assert (await ip3.post(path, json=body, headers=alice.headers)).status_code == 404
+        limited = await ip3.post(path, json=body, headers={"x-api-key": key})
+        assert limited.status_code == 429, limited.text
+        revoked = await ip1.delete(
+            f"/api/v1/auth/api-keys/{made.json()['id']}", headers=alice.headers
+        )
+        assert revoked.status_code == 204
+        async with client_for(app, "10.0.0.4") as ip4:
+            anonymous = await ip4.post(path, json=body, headers={"x-api-key": key})
+            assert anonymous.status_code == 401 and "revoked" in anonymous.json()["detail"]
+
+
+async def test_an_address_over_its_limit_is_refused_before_any_key_is_looked_up(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys sprayed from one address cost the database nothing once the address is over."""
+    async with serve(rate_limits={"chat": "1/minute"}) as app, client_for(app) as http:
+        authenticator = state_of(app).authenticator
+        looked_up: list[str] = []
+        resolve = authenticator.claims
+
+        async def counted(token: str) -> Any:
+            looked_up.append(token)
+            return await resolve(token)
+
+        monkeypatch.setattr(authenticator, "claims", counted)
+        path = f"/api/v1/sessions/{uuid.uuid4().hex}/runs"
+        first = await http.post(path, json={"input": "hi"}, headers={"x-api-key": "tg-guess-1"})
+        second = await http.post(path, json={"input": "hi"}, headers={"x-api-key": "tg-guess-2"})
+        assert (first.status_code, second.status_code) == (401, 429)
+        assert looked_up == ["tg-guess-1", "tg-guess-1"]  # the limiter's and the route's
 
 
 # --- body limit and CORS -------------------------------------------------------------------
@@ -316,6 +371,61 @@ async def test_request_id_is_echoed_and_logged_as_json(
     assert "request_id" not in run_line
     # the loggers are restored when the app stops
     assert logging.getLogger("teamgraph").handlers == []
+
+
+@tool
+def note(text: str) -> str:
+    """Write a note in the log."""
+    logging.getLogger("teamgraph.tools.notes").warning("noting %s", text)
+    return "noted"
+
+
+async def test_a_line_logged_while_a_run_executes_carries_its_run_id(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tool of the run logs: its line names the run, though nothing passed the id along."""
+    monkeypatch.setenv("TEAMGRAPH_JSON_LOGS", "true")
+    async with serve() as app, client_for(app) as http:
+        state = state_of(app)
+        scribe = {"name": "scribe", "description": "takes notes", "tools": ["note"]}
+        spec = {"name": "noter", "pattern": "single", "members": [scribe]}
+        model = ScriptedChatModel(responses=[ToolCall("note", {"text": "hello"}), "done"])
+        state.teams["noter"] = Team.from_dict(
+            spec, settings=state.settings, model=model, tools=[note]
+        )
+        user = await make_user(http, "logs@example.com")
+        session = await make_session(http, user, team="noter")
+        started = await http.post(
+            f"/api/v1/sessions/{session['session_id']}/runs",
+            json={"input": "note hello"},
+            headers=user.headers,
+        )
+        run_id = started.json()["run_id"]
+        async with http.stream(
+            "GET", f"/api/v1/runs/{run_id}/events", headers=user.headers
+        ) as events:
+            read = [line async for line in events.aiter_lines()]
+        assert any("run_completed" in line for line in read)
+    noted = [line for line in json_lines(capsys.readouterr().err) if "noting" in line["message"]]
+    assert [(line["message"], line.get("run_id")) for line in noted] == [("noting hello", run_id)]
+
+
+async def test_a_workers_job_logs_with_its_run_id(capsys: pytest.CaptureFixture[str]) -> None:
+    """In a worker process a run executes as a queue job: the job binds the run's id."""
+    worker = Worker(Settings(database_url="postgresql://nobody@127.0.0.1:1/none"))
+
+    async def execute(run_id: str, kind: str) -> None:
+        logging.getLogger("teamgraph.runs").warning("executing (%s)", kind)
+
+    worker._run = execute  # type: ignore[method-assign]
+    with json_logging():
+        await worker._job(None, "run-42", "start")
+        logging.getLogger("teamgraph.runs").warning("between jobs")
+    lines = json_lines(capsys.readouterr().err)
+    assert [(line["message"], line.get("run_id")) for line in lines] == [
+        ("executing (start)", "run-42"),
+        ("between jobs", None),
+    ]
 
 
 async def test_json_logs_are_off_by_default(

@@ -5,6 +5,7 @@ stored events followed by the live ones, with no gap and no repeat."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing, suppress
@@ -131,8 +132,9 @@ class EventWriter:
         self.logs[event_log] = None
         if urgent:
             self.urgent.set()
-        if self.task is None or self.task.done():
-            self.task = asyncio.get_running_loop().create_task(self._loop())
+        if self.task is None or self.task.done():  # a task of every run's, so of none's context
+            loop = asyncio.get_running_loop()
+            self.task = loop.create_task(self._loop(), context=contextvars.Context())
 
     async def stop(self) -> None:
         """Store what is left at once (and from now on)."""

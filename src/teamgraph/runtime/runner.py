@@ -274,6 +274,15 @@ class Runner:
         if snapshot.interrupts:
             await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
 
+    async def keep_decision(self, run_id: str, request_id: str, decision: Any) -> None:
+        """Keep one tool call's decision in the run's journal until every call of the pause has
+        one (clients that decide call by call); :meth:`kept_decisions` reads them back."""
+        await Journal(self.backend.journal).record_decision(run_id, request_id, decision)
+
+    async def kept_decisions(self, run_id: str, request_ids: list[str]) -> dict[str, Any]:
+        """The decisions kept so far (:meth:`keep_decision`) for these tool calls of the run."""
+        return await Journal(self.backend.journal).decisions(run_id, request_ids)
+
     async def _reply(
         self,
         run_id: str,

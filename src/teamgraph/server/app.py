@@ -1,37 +1,28 @@
-"""The FastAPI application: ``create_app(settings)``; ``teamgraph serve`` runs it."""
+"""The FastAPI application: ``create_app(settings)``; ``teamgraph serve`` runs it.
+
+It puts together the core (accounts, sessions, teams, operations: :mod:`.routes`, :mod:`.ops`),
+the protocol adapters (:mod:`.protocols`) and the compatibility dialects (:mod:`.compat`)."""
 
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from fastapi_offline import FastAPIOffline
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from teamgraph.config import Settings
 from teamgraph.runtime.backend import open_backend
-from teamgraph.server import ops
+from teamgraph.server import compat, ops, protocols
+from teamgraph.server.deps import OAUTH2, get_claims
 from teamgraph.server.errors import install_error_handlers
-from teamgraph.server.routes import (
-    agent_protocol,
-    agui,
-    api_keys,
-    approvals,
-    auth,
-    chatbot,
-    knowledge,
-    openai_compat,
-    runs,
-    seed_sessions,
-    sessions,
-    teams,
-    unified,
-    web,
-)
-from teamgraph.server.runs import RunManager
+from teamgraph.server.routes import auth, sessions, teams, web
+from teamgraph.server.run_manager import RunManager
 from teamgraph.server.state import AppState, load_teams
 
 
@@ -60,26 +51,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     docs = list(app.router.routes)  # FastAPI's own: /openapi.json, /docs, /redoc, their assets
-    app.include_router(runs.router)
-    install_error_handlers(app)
+    runs_api, *other_protocols = protocols.ROUTERS
+    app.include_router(runs_api)
+    install_error_handlers(app, protocols.ERROR_SHAPES)
     ops.install(app, settings)  # ops: rate limits, body limit, CORS, request ids, /health, /metrics
-    routers = (auth.router, teams.router, sessions.router, chatbot.router)
-    for router in (
-        *routers,
-        unified.router,
-        seed_sessions.router,
-        approvals.router,
-        knowledge.router,
-        api_keys.router,
-        openai_compat.router,
-        agui.router,
-        agent_protocol.router,
-    ):
+    routers = (auth.router, teams.router, sessions.router, *other_protocols, *compat.ROUTERS)
+    for router in routers:
         app.include_router(router)
     # a request is matched against the routes one by one, in order: the runs' routes (every
     # run's two requests) first, FastAPI's docs after the API's (all paths are distinct)
     app.router.routes[:] = [route for route in app.router.routes if route not in docs] + docs
     web.install(app)  # the web workspace at /
+    _document_credentials(app, (runs_api, *routers))
     return app
 
 
@@ -92,8 +75,7 @@ async def _manager(state: AppState, stack: AsyncExitStack) -> RunManager:
     from teamgraph.server import tracing
 
     tracing.configure(state.settings, "api")
-    from teamgraph.server.queue import RunQueue
-    from teamgraph.server.queued_runs import QueuedRunManager
+    from teamgraph.server.queue import QueuedRunManager, RunQueue
     from teamgraph.storage.notify import EVENTS, Notifications
 
     queue = await stack.enter_async_context(RunQueue(state.settings.postgres_url))
@@ -101,6 +83,39 @@ async def _manager(state: AppState, stack: AsyncExitStack) -> RunManager:
     await notes.start()
     stack.push_async_callback(notes.close)
     return QueuedRunManager(state, queue, notes)
+
+
+def _document_credentials(app: FastAPI, routers: Sequence[APIRouter]) -> None:
+    """Mark in the OpenAPI schema the operations of ``routers`` that need a credential (those
+    depending on :func:`~teamgraph.server.deps.get_claims`, which reads it from the request
+    itself rather than through a security dependency: one dependency less to solve a request)."""
+    guarded = {
+        (route.path, method.lower())
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute) and _needs_claims(route.dependant)
+        for method in route.methods or ()
+    }
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        for path, operations in schema.get("paths", {}).items():
+            for method, operation in operations.items():
+                if (path, method) in guarded:
+                    operation["security"] = [{OAUTH2.scheme_name: []}]
+        scheme = OAUTH2.model.model_dump(by_alias=True, exclude_none=True, mode="json")
+        schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
+        schemes[OAUTH2.scheme_name] = scheme
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _needs_claims(dependant: Dependant) -> bool:
+    return any(d.call is get_claims or _needs_claims(d) for d in dependant.dependencies)
 
 
 def serve(app: FastAPI, host: str, port: int, **options: Any) -> None:

@@ -1,9 +1,11 @@
-"""Request dependencies: the app state, a database session, the authenticated user/session."""
+"""Request dependencies: the app state, a database session, the authenticated user/session.
+
+Whom a request authenticates as is read by :mod:`teamgraph.server.credentials` (bearer token,
+``x-api-key`` or the log-in cookie), as the rate limiter reads it."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, HTTPException, Request, status
@@ -11,22 +13,21 @@ from fastapi.security import OAuth2PasswordBearer
 from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from teamgraph.server import api_keys
 from teamgraph.server import repositories as repo
-from teamgraph.server.cookies import TOKEN_COOKIE, check_csrf
-from teamgraph.server.security import TokenClaims, decode_token
+from teamgraph.server.credentials import TokenClaims, check_csrf, is_api_key, presented
 from teamgraph.server.state import AppState
 from teamgraph.storage.models import SessionRow, UserRow
 
 T = TypeVar("T")
 
-oauth2 = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)
+# How the OpenAPI schema describes the credential (app.py marks the routes that need one): the
+# routes do not depend on it — each dependency costs FastAPI ≈ 10 µs a request to solve.
+OAUTH2 = OAuth2PasswordBearer(tokenUrl="/api/v1/auth/login", auto_error=False)
 
 
 def state_of(request: Request) -> AppState:
     """The app's state. The routes every run goes through take it from their ``Request``
-    rather than as a dependency of their dependencies: each dependency costs FastAPI ≈ 10 µs a
-    request to solve (measured)."""
+    rather than as a dependency of their dependencies (≈ 10 µs a dependency, measured)."""
     state: AppState = request.app.state.teamgraph
     return state
 
@@ -50,26 +51,18 @@ def _unauthorized(detail: str = "Invalid or expired token") -> HTTPException:
     )
 
 
-async def get_claims(
-    request: Request, token: Annotated[str | None, Depends(oauth2)]
-) -> TokenClaims:
-    """The bearer token's claims (or an API key's, also taken from ``x-api-key``), or — for a
-    same-origin browser client — the log-in cookie's (CSRF-checked:
-    :mod:`teamgraph.server.cookies`)."""
+async def get_claims(request: Request) -> TokenClaims:
+    """Whom the request's credential authenticates (401 otherwise); a request authenticated
+    by the log-in cookie alone is CSRF-checked."""
     state = state_of(request)
-    if not token:  # an API key as langgraph-sdk sends it
-        token = request.headers.get("x-api-key")
-    if not token and (token := request.cookies.get(TOKEN_COOKIE)):
-        check_csrf(request, state.settings.cors_origins)
-    if not token:
+    found = presented(request.scope)
+    if found is None:
         raise _unauthorized("Not authenticated")
-    if api_keys.is_api_key(token):
-        key_hash = api_keys.digest(token)
-        user = await state.backend.direct.first(api_keys.USER_OF_KEY, key_hash=key_hash)
-        if user is None:
-            raise _unauthorized("Invalid or revoked API key")
-        return TokenClaims(user.id, None, datetime.max.replace(tzinfo=UTC))
-    claims = decode_token(state.settings.jwt_secret, token)
+    if found.source == "cookie":
+        check_csrf(request, state.settings.cors_origins)
+    claims = await state.authenticator.claims(found.token)
+    if claims is None and is_api_key(found.token):
+        raise _unauthorized("Invalid or revoked API key")
     if claims is None:
         raise _unauthorized()
     return claims
@@ -91,12 +84,12 @@ CurrentUser = Annotated[UserRow, Depends(current_user)]
 
 
 async def current_session(claims: Claims, user: CurrentUser, db: Db) -> SessionRow:
-    """The session of a session token (``POST /api/v1/auth/session``), as the seeds' chat
-    routes expect."""
+    """The session of a session token (``POST /api/v1/auth/session``), as the FastAPI agent
+    template's chat routes expect."""
     if claims.session_id is None:
         raise _unauthorized("This route needs a session token: POST /api/v1/auth/session")
     row = await repo.owned_session(db, user.id, claims.session_id)
-    if row is None:  # deleted: a 404 as the seed answers (its app logs out on any 401)
+    if row is None:  # deleted: a 404 as the template answers (its app logs out on any 401)
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Session not found")
     return row
 

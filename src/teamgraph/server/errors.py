@@ -1,12 +1,17 @@
 """Errors as JSON with a clear message: validation → 422 naming the fields; teamgraph usage
-errors → 400; nothing raw leaks. Under ``/v1/`` (the OpenAI-compatible routes) every error has
-OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, as its SDKs expect."""
+errors → 400; a run's conflict with its state → 409; nothing raw leaks.
+
+A dialect whose clients expect errors in a shape of their own registers an :class:`ErrorShape`
+for its path prefix (the OpenAI-compatible routes do: ``{"error": {...}}`` under ``/v1/``);
+every error under that prefix — routing's 404 and 405, validation, the routes' own — is then
+written in that shape."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from fastapi import FastAPI, HTTPException, Request, status
+from fastapi import FastAPI, Request, status
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -14,62 +19,57 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from teamgraph.errors import RunConflict, RunNotFound, UsageError
 
-OPENAI_PREFIX = "/v1/"
-_OPENAI_TYPES = {
-    401: ("invalid_request_error", "invalid_api_key"),
-    403: ("permission_error", None),
-    404: ("invalid_request_error", "not_found"),
-    409: ("invalid_request_error", "conflict"),
-    429: ("rate_limit_error", "rate_limit_exceeded"),
-}
+# (status, message, code, param) → the response; ``code`` and ``param`` as the dialect names them
+Shaper = Callable[[int, str, str | None, str | None], Response]
 
 
-class OpenAIError(HTTPException):
-    """An error of the OpenAI-compatible routes: its ``code`` and ``param`` as OpenAI names
-    them (e.g. ``model_not_found``, ``model``)."""
+@dataclass(frozen=True)
+class ErrorShape:
+    """Errors of the requests under ``prefix``, written by ``respond``."""
 
-    def __init__(
-        self, status_code: int, message: str, code: str | None = None, param: str | None = None
-    ) -> None:
-        super().__init__(status_code, detail=message)
-        self.code = code
-        self.param = param
+    prefix: str
+    respond: Shaper
 
 
-def openai_error(
-    status_code: int, message: str, code: str | None = None, param: str | None = None
-) -> JSONResponse:
-    kind, default_code = _OPENAI_TYPES.get(
-        status_code, ("server_error" if status_code >= 500 else "invalid_request_error", None)
-    )
-    body: dict[str, Any] = {
-        "message": message,
-        "type": kind,
-        "param": param,
-        "code": code or default_code,
-    }
-    return JSONResponse({"error": body}, status_code=status_code)
+def install_error_handlers(app: FastAPI, shapes: Sequence[ErrorShape] = ()) -> None:
+    handlers = _Handlers(shapes)
+    app.add_exception_handler(StarletteHTTPException, handlers.http)  # routing's 404, 405 too
+    app.add_exception_handler(RequestValidationError, handlers.validation)
+    app.add_exception_handler(RunNotFound, handlers.not_found)
+    app.add_exception_handler(RunConflict, handlers.conflict)
+    app.add_exception_handler(UsageError, handlers.usage)
 
 
-def _openai(request: Request) -> bool:
-    return request.url.path.startswith(OPENAI_PREFIX)
+@dataclass(frozen=True)
+class _Handlers:
+    shapes: Sequence[ErrorShape]
 
+    def shape_of(self, request: Request) -> Shaper | None:
+        path = request.url.path
+        return next((s.respond for s in self.shapes if path.startswith(s.prefix)), None)
 
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(StarletteHTTPException)  # raised by routing (404, 405) too
-    async def http(request: Request, exc: StarletteHTTPException) -> Response:
-        if not _openai(request):
+    def plain(self, request: Request, status_code: int, detail: str) -> Response:
+        shaped = self.shape_of(request)
+        if shaped is not None:
+            return shaped(status_code, detail, None, None)
+        return JSONResponse({"detail": detail}, status_code=status_code)
+
+    async def http(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        shaped = self.shape_of(request)
+        if shaped is None:
             return await http_exception_handler(request, exc)
         code, param = getattr(exc, "code", None), getattr(exc, "param", None)
-        return openai_error(exc.status_code, str(exc.detail), code, param)
+        return shaped(exc.status_code, str(exc.detail), code, param)
 
-    @app.exception_handler(RequestValidationError)
-    async def validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        if _openai(request):
+    async def validation(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        shaped = self.shape_of(request)
+        if shaped is not None:
             first = exc.errors()[0]
             param = ".".join(str(p) for p in first["loc"] if p != "body") or None
             message = f"{param}: {first['msg']}" if param else str(first["msg"])
-            return openai_error(400, message, "invalid_value", param)
+            return shaped(400, message, "invalid_value", param)
         errors = [
             {
                 "field": ".".join(str(p) for p in e["loc"] if p != "body") or "body",
@@ -82,14 +82,11 @@ def install_error_handlers(app: FastAPI) -> None:
             status_code=status.HTTP_422_UNPROCESSABLE_CONTENT,
         )
 
-    @app.exception_handler(RunNotFound)
-    async def not_found(_: Request, exc: RunNotFound) -> JSONResponse:
-        return JSONResponse({"detail": "Run not found"}, status_code=status.HTTP_404_NOT_FOUND)
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        return self.plain(request, status.HTTP_404_NOT_FOUND, "Run not found")
 
-    @app.exception_handler(RunConflict)
-    async def conflict(_: Request, exc: RunConflict) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
+    async def conflict(self, request: Request, exc: Exception) -> Response:
+        return self.plain(request, status.HTTP_409_CONFLICT, str(exc))
 
-    @app.exception_handler(UsageError)
-    async def usage(_: Request, exc: UsageError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_400_BAD_REQUEST)
+    async def usage(self, request: Request, exc: Exception) -> Response:
+        return self.plain(request, status.HTTP_400_BAD_REQUEST, str(exc))

@@ -165,7 +165,9 @@ def install_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> No
         BodyLimitMiddleware, limit=settings.max_body_bytes, uploads=settings.max_upload_bytes
     )
     app.add_middleware(
-        RateLimitMiddleware, limits=settings.rate_limits, jwt_secret=settings.jwt_secret
+        RateLimitMiddleware,
+        limits=settings.rate_limits,
+        authenticator=lambda: app.state.teamgraph.authenticator,
     )
     if settings.cors_origins:
         app.add_middleware(

@@ -10,13 +10,33 @@ and a graceful shutdown on SIGTERM.
 A job names a run and what to do with it (``start`` a stored run, ``resume`` it); the run's own
 row, checkpoints and journal hold everything else, so a job can run twice harmlessly: the worker
 holds the run's lease (:meth:`~teamgraph.storage.run_store.RunStore.take_lease`) while it executes
-it, and a run that ended is left alone."""
+it, and a run that ended is left alone.
+
+:class:`QueuedRunManager` is the run manager of an API-only process (``teamgraph serve
+--workers 0``): every run is stored and put in the queue; ``teamgraph worker`` processes execute
+it; this process streams its events from the database as the worker stores them (LISTEN/NOTIFY),
+and passes cancels and replies on. The adapters see the same
+:class:`~teamgraph.server.run_manager.RunManager` interface either way."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import suppress
 from typing import Any, Literal
+
+from teamgraph.errors import RunConflict, UsageError
+from teamgraph.events import Event
+from teamgraph.runtime import event_log as rl
+from teamgraph.server import repositories as repo
+from teamgraph.server import tracing
+from teamgraph.server.run_manager import RunManager, busy
+from teamgraph.server.state import AppState
+from teamgraph.status import EXECUTING, PAUSED, RunStatus
+from teamgraph.storage.direct import Statement
+from teamgraph.storage.models import RunRow, SessionRow
+from teamgraph.storage.notify import EVENTS, Notifications
 
 TASK = "teamgraph.execute_run"
 QUEUE = "runs"
@@ -80,3 +100,97 @@ class RunQueue:
             q=QUEUE,
         )
         return int(rows[0]["n"])
+
+
+CANCEL_WAIT_S = 30.0  # how long a cancel waits for the worker to stop the run
+BUSY = PAUSED | EXECUTING  # a session's latest run in these: no new run in the session
+
+
+class QueuedRunManager(RunManager):
+    """Runs executed by workers: start and resume enqueue, events follow the database."""
+
+    accepted: RunStatus = "pending"  # queued: a worker has yet to claim it
+
+    def __init__(self, state: AppState, queue: RunQueue, notes: Notifications) -> None:
+        super().__init__(state)
+        self.queue, self.notes = queue, notes
+
+    async def start(
+        self,
+        user_id: str,
+        session: SessionRow,
+        team_name: str,
+        request: str,
+        template: str | None = None,
+        also: Sequence[Statement] = (),
+    ) -> str:
+        """Store the run (``pending``), its user's message and ``also`` in one transaction, then
+        enqueue it; returns its id."""
+        if not request.strip():
+            raise UsageError("the request is empty: say what the team should do")
+        runner = self.runner(team_name)
+        run_id = uuid.uuid4().hex
+        row = runner.run_row(request, run_id, session.id, template, user_id, session_id=session.id)
+        message = repo.message(session.id, "user", request, run_id)
+        with tracing.span("run.queue", run_id, team=team_name, kind="start"):
+            store = self.state.backend.runs
+            pending = {**row, "status": "pending"}
+            if (latest := await store.create(pending, message, *also, unless=BUSY)) is not None:
+                raise busy(latest)  # paused, queued or executing: one run at a time
+            await self.queue.defer(run_id, "start", tracing.carrier())
+        return run_id
+
+    async def resume(self, run_id: str, answer: str | None = None, **reply: Any) -> RunRow:
+        """Check and keep the reply (a wrong one is refused here, not in the worker), store the
+        user's answer, and enqueue the run again; returns its row as it was before."""
+        store = self.state.backend.runs
+        row = await store.get(run_id)
+        if row.status in EXECUTING:
+            raise RunConflict("the run is running")
+        runner = self.runner(row.team_name)
+        await runner.keep_reply(run_id, answer=answer, **reply)
+        if answer:
+            session_id = row.session_id or row.thread_id
+            await repo.add_message(self.state.backend.direct, session_id, "user", answer, run_id)
+        with tracing.span("run.queue", run_id, team=row.team_name, kind="resume"):
+            await store.update(run_id, status="pending", cancel_requested=False)
+            await self.queue.defer(run_id, "resume", tracing.carrier())
+        return row
+
+    async def cancel(self, run_id: str) -> str:
+        """A queued run is cancelled at once; a running one is asked to stop (its worker hears
+        it through NOTIFY) and this waits until it has; a paused one is closed."""
+        store = self.state.backend.runs
+        row = await store.get(run_id)
+        if row.status in PAUSED:
+            await store.cancel_stored(run_id, "cancelled while paused")
+        elif row.status in EXECUTING:
+            if not await store.cancel_if_queued(run_id, "cancelled"):
+                await self._stop_remote(run_id)
+        else:
+            raise RunConflict(f"the run is not running (status {row.status!r})")
+        return (await store.get(run_id)).status
+
+    def owner(self, run_id: str) -> str | None:
+        return None  # no run executes here: the routes check owners in the database
+
+    def live_in(self, session_id: str) -> str | None:
+        return None
+
+    def batches(self, run_id: str, after_seq: int = 0) -> AsyncGenerator[list[Event], None]:
+        return rl.follow(self.state.backend.runs, self.notes, run_id, after_seq)
+
+    async def shutdown(self) -> None:
+        """Nothing executes here: the runs go on in the workers."""
+
+    async def _stop_remote(self, run_id: str) -> None:
+        store = self.state.backend.runs
+        with self.notes.subscribe(EVENTS, run_id) as stored:
+            await store.request_cancel(run_id)
+            loop = asyncio.get_running_loop()
+            until = loop.time() + CANCEL_WAIT_S
+            while (await store.get(run_id)).status in EXECUTING:
+                if loop.time() > until:
+                    raise RunConflict("cancel requested: the run has not stopped yet; try again")
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(stored.get(), 0.5)

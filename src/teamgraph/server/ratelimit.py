@@ -1,4 +1,6 @@
-"""Rate limits by route group, per user (valid bearer token) and per client IP.
+"""Rate limits by route group, per user (whoever the request's credential authenticates: a
+token, an API key or the log-in cookie, read by :mod:`teamgraph.server.credentials` as the routes
+read it) and per client IP.
 
 An in-process sliding-window log: every key keeps the times of its last ``N`` admitted requests, so
 "N per period" holds over *any* window of that length. Limits live in one process: with several
@@ -16,13 +18,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from teamgraph.errors import UsageError
-from teamgraph.server.cookies import TOKEN_COOKIE
-from teamgraph.server.security import decode_token
+from teamgraph.server.credentials import Authenticator, presented
 
 _PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
 _LIMIT = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour|day)s?\s*$")
@@ -88,14 +88,24 @@ class SlidingWindowLimiter:
         if self._calls % self.SWEEP_EVERY == 0:
             self._sweep(now)
         windows = [self._window(key, limit, now) for key in keys]
-        wait = max(
-            (w[0] + limit.period - now for w in windows if len(w) >= limit.count), default=0.0
-        )
+        wait = self._wait(windows, limit, now)
         if wait > 0:
             return wait
         for window in windows:
             window.append(now)
         return 0.0
+
+    def wait(self, keys: Iterable[str], limit: Limit) -> float:
+        """The seconds until a request under ``keys`` would be admitted (0: now); records
+        nothing."""
+        now = self.clock()
+        return self._wait([self._window(key, limit, now) for key in keys], limit, now)
+
+    @staticmethod
+    def _wait(windows: list[deque[float]], limit: Limit, now: float) -> float:
+        return max(
+            (w[0] + limit.period - now for w in windows if len(w) >= limit.count), default=0.0
+        )
 
     def _window(self, key: str, limit: Limit, now: float) -> deque[float]:
         entry = self._hits.get(key)
@@ -114,18 +124,19 @@ class SlidingWindowLimiter:
 
 class RateLimitMiddleware:
     """429 with ``Retry-After`` when a request's group is over its limit for the client IP or,
-    with a valid bearer token, for the user."""
+    with a valid credential, for its user. ``authenticator``: the app's (it exists once the app
+    has started)."""
 
     def __init__(
         self,
         app: ASGIApp,
         limits: Mapping[str, str],
-        jwt_secret: str,
+        authenticator: Callable[[], Authenticator],
         limiter: SlidingWindowLimiter | None = None,
     ) -> None:
         self.app = app
         self.limits = parse_limits(limits)
-        self.jwt_secret = jwt_secret
+        self.authenticator = authenticator
         self.limiter = limiter or SlidingWindowLimiter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -134,7 +145,13 @@ class RateLimitMiddleware:
         if group is None or limit is None:
             await self.app(scope, receive, send)
             return
-        wait = self.limiter.hit(self._keys(group, scope), limit)
+        client = scope.get("client")
+        address = f"{group}|ip|{client[0] if client else 'unknown'}"
+        wait = self.limiter.wait([address], limit)  # an address over its limit: no user lookup
+        if wait <= 0:
+            user = await self._user(scope)
+            keys = [address] if user is None else [address, f"{group}|user|{user}"]
+            wait = self.limiter.hit(keys, limit)
         if wait <= 0:
             await self.app(scope, receive, send)
             return
@@ -145,26 +162,14 @@ class RateLimitMiddleware:
         )
         await response(scope, receive, send)
 
-    def _keys(self, group: str, scope: Scope) -> list[str]:
-        client = scope.get("client")
-        keys = [f"{group}|ip|{client[0] if client else 'unknown'}"]
-        user = self._user(scope)
-        if user is not None:
-            keys.append(f"{group}|user|{user}")
-        return keys
-
-    def _user(self, scope: Scope) -> str | None:
-        """The user of the bearer token, else of the log-in cookie."""
-        headers = dict(scope["headers"])
-        if b"authorization" in headers:
-            scheme, _, token = headers[b"authorization"].decode("latin-1").partition(" ")
-            if scheme.lower() != "bearer":
-                return None
-        else:
-            token = cookie_parser(headers.get(b"cookie", b"").decode("latin-1")).get(
-                TOKEN_COOKIE, ""
-            )
-        if not token.strip():
+    async def _user(self, scope: Scope) -> str | None:
+        """The user the request's credential authenticates (``None``: anonymous, or it could
+        not be read now — the route will say why)."""
+        found = presented(scope)
+        if found is None:
             return None
-        claims = decode_token(self.jwt_secret, token.strip())
+        try:
+            claims = await self.authenticator().claims(found.token)
+        except Exception:  # the database is unreachable: the address still counts
+            return None
         return claims.user_id if claims else None

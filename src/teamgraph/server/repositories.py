@@ -1,5 +1,5 @@
 """Users, sessions and messages: every query takes the owner, so no route can reach another
-user's rows."""
+user's rows. (Run rows belong to the run store, :mod:`teamgraph.storage.run_store`.)"""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.storage.direct import Direct, Statement
 from teamgraph.storage.models import MessageRow, RunRow, SessionRow, UserRow, utcnow
+from teamgraph.storage.run_store import RunStore
 
 
 async def user_by_email(db: AsyncSession, email: str) -> UserRow | None:
@@ -53,6 +54,35 @@ async def owned_session(db: AsyncSession, user_id: str, session_id: str) -> Sess
     return (await db.scalars(OWNED_SESSION, params)).first()
 
 
+async def claimed_session(db: AsyncSession, session_id: str) -> SessionRow | None:
+    """The session of an id a client chose (a thread id), whoever owns it: only to tell a free
+    id from a taken one — a caller who does not own it is never shown it."""
+    return await db.get(SessionRow, session_id)
+
+
+async def conversation_session(
+    db: AsyncSession, user_id: str, team: str, key: str
+) -> SessionRow | None:
+    """The user's session on ``team`` whose conversation so far hashes to ``key``."""
+    query = select(SessionRow).where(
+        SessionRow.user_id == user_id, SessionRow.team == team, SessionRow.conversation_key == key
+    )
+    return (await db.scalars(query)).first()
+
+
+async def keep_conversation_key(direct: Direct, session_id: str, key: str) -> None:
+    """What the session's conversation so far hashes to (the client sends it back next time)."""
+    await direct.write(
+        update(SessionRow).where(SessionRow.id == session_id).values(conversation_key=key)
+    )
+
+
+def bind_team(session_id: str, team: str) -> Statement:
+    """The statement that binds a session to the team of its first run (stored in that run's
+    own transaction)."""
+    return update(SessionRow).where(SessionRow.id == session_id).values(team=team), None
+
+
 async def list_sessions(db: AsyncSession, user_id: str) -> list[SessionRow]:
     query = (
         select(SessionRow)
@@ -68,20 +98,17 @@ class SessionTotals:
     cost_usd: float = 0.0
 
 
-async def session_totals(db: AsyncSession, session_ids: list[str]) -> dict[str, SessionTotals]:
+async def session_totals(
+    db: AsyncSession, runs: RunStore, session_ids: list[str]
+) -> dict[str, SessionTotals]:
     """Messages and the runs' cost per session, in two grouped queries."""
     counted = await db.execute(
         select(MessageRow.session_id, func.count())
         .where(MessageRow.session_id.in_(session_ids))
         .group_by(MessageRow.session_id)
     )
-    costs = await db.execute(
-        select(RunRow.session_id, func.sum(RunRow.cost_usd))
-        .where(RunRow.session_id.in_(session_ids))
-        .group_by(RunRow.session_id)
-    )
     count = {sid: int(n) for sid, n in counted.all()}
-    cost = {sid: float(c or 0.0) for sid, c in costs.all()}
+    cost = await runs.cost_by_session(session_ids)
     return {sid: SessionTotals(count.get(sid, 0), cost.get(sid, 0.0)) for sid in session_ids}
 
 
@@ -136,7 +163,7 @@ async def messages_page(
 
 
 async def billed_messages(
-    db: AsyncSession, session_id: str, run_ids: set[str]
+    db: AsyncSession, runs: RunStore, session_id: str, run_ids: set[str]
 ) -> dict[int, RunRow]:
     """For each of the session's runs among ``run_ids``: its last assistant message's id →
     the run (the message that carries the run's tokens and cost)."""
@@ -151,9 +178,9 @@ async def billed_messages(
         )
         .group_by(MessageRow.run_id)
     )
-    query = select(RunRow).where(RunRow.session_id == session_id, RunRow.id.in_(run_ids))
-    runs = {r.id: r for r in (await db.scalars(query)).all()}
-    return {int(mid): runs[rid] for rid, mid in last.all() if rid in runs}
+    pairs = last.all()
+    found = {r.id: r for r in await runs.list(len(run_ids), session_id=session_id, ids=run_ids)}
+    return {int(mid): found[rid] for rid, mid in pairs if rid in found}
 
 
 async def clear_messages(db: AsyncSession, session_id: str) -> int:

@@ -1,10 +1,25 @@
-"""Server-sent event framing for JSON data: the data is one line (JSON escapes its newlines), so
-a frame is its ``id``, ``event`` and ``data`` fields as they are — no splitting. The three
-characters JSON leaves raw that many line readers still break lines at (U+0085, U+2028,
-U+2029: Python's ``str.splitlines``, httpx's ``aiter_lines``) are written as JSON escapes."""
+"""The one server-sent-event framer, and the one helper that builds every streamed response.
+
+Every dialect's data is JSON, written on one line (JSON escapes its newlines), so a frame is its
+``id``, ``event`` and ``data`` fields as they are — no splitting. The three characters JSON leaves
+raw that many line readers still break lines at (U+0085, U+2028, U+2029: Python's
+``str.splitlines``, httpx's ``aiter_lines``) are written as JSON escapes. A frame ends with a
+blank line (``\\n\\n``).
+
+:func:`streaming_response` is a plain Starlette ``StreamingResponse``: the body as the adapter
+writes it, with the headers a stream needs through proxies (no caching, no buffering). It sends
+no keep-alive comments: a stream is silent while its run is (a proxy's read timeout must allow
+for the longest silent stretch of a run; a client that lost a stream reconnects with
+``Last-Event-ID`` where the dialect has event ids)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, Mapping
+
+from starlette.responses import StreamingResponse
+
+SSE = "text/event-stream"
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
@@ -13,7 +28,21 @@ def one_line(data: str) -> str:
     return data if data.isascii() else data.translate(_BREAKS)
 
 
-def frame(event: str, data: str, event_id: int | None = None) -> str:
-    """One server-sent event; ``data`` is JSON text."""
+def frame(event: str | None, data: str, event_id: int | None = None) -> str:
+    """One server-sent event; ``data`` is JSON text (``event``: its type, for dialects that name
+    their events; ``event_id``: what a reconnecting client sends back as ``Last-Event-ID``)."""
     head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {one_line(data)}\n\n"
+    if event is not None:
+        head += f"event: {event}\n"
+    return f"{head}data: {one_line(data)}\n\n"
+
+
+def streaming_response(
+    body: AsyncIterable[str | bytes],
+    media_type: str = SSE,
+    headers: Mapping[str, str] | None = None,
+) -> StreamingResponse:
+    """A streamed response of ``body`` (what the dialect writes, chunk by chunk)."""
+    return StreamingResponse(
+        body, media_type=media_type, headers={**STREAM_HEADERS, **(headers or {})}
+    )

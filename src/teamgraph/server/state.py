@@ -12,10 +12,11 @@ from teamgraph.config import Settings
 from teamgraph.errors import SpecError
 from teamgraph.runtime.backend import Backend
 from teamgraph.runtime.team import Team
+from teamgraph.server.credentials import Authenticator
 
 if TYPE_CHECKING:
     from teamgraph.server.ops import Metrics
-    from teamgraph.server.runs import RunManager
+    from teamgraph.server.run_manager import RunManager
 
 
 @dataclass
@@ -28,6 +29,10 @@ class AppState:
     sessions: async_sessionmaker[AsyncSession]
     metrics: Metrics
     runs: RunManager = field(init=False)  # set once the state exists (the manager holds it)
+    authenticator: Authenticator = field(init=False)  # who calls: tokens and API keys
+
+    def __post_init__(self) -> None:
+        self.authenticator = Authenticator(self.settings.jwt_secret, self.backend.direct)
 
     def team(self, name: str) -> Team:
         if name not in self.teams:

@@ -1,30 +1,86 @@
-"""One chat turn for the seed-compatible routes: pick the team, run it through the run manager,
-collect what the seeds' clients expect back."""
+"""What every dialect asks of a run, and the one place that does it: a turn.
+
+A dialect adapter (:mod:`teamgraph.server.protocols`) parses its request into an :data:`Intent` —
+:class:`Start` a run, :class:`Answer` the question a paused run asked, or :class:`Resume` a paused
+run with decisions on its tool calls — and :func:`open_turn` carries it out for the caller's
+session through the run manager. The :class:`Opened` turn says which run to follow and from
+which event on; the adapter's event stream (:mod:`teamgraph.server.protocols.adapter`) follows it.
+A chat message is a :class:`Start` with ``chat=True``: the user cannot say whether they answer
+the session's paused run or ask something new, so the session's state decides."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
-
+from teamgraph.errors import RunConflict
 from teamgraph.events import Event
 from teamgraph.result import RunResult
 from teamgraph.server import repositories as repo
 from teamgraph.server.state import AppState
-from teamgraph.specs.agent import AgentSpec
-from teamgraph.specs.team import TeamSpec
 from teamgraph.status import FINISHED, PAUSED
 from teamgraph.storage.direct import Statement
-from teamgraph.storage.models import RunRow, SessionRow, TurnResultRow
+from teamgraph.storage.models import RunRow, SessionRow
+
+
+# --- what a request asks ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Start:
+    """A new run of the team on ``request`` in the session (``also``: statements stored in the
+    run's own transaction). ``chat``: the request is a chat message — while the session's run
+    waits for an answer, the message is that answer (``answer`` instead, if given); while it
+    waits for decisions on tool calls, the message starts nothing and the turn is a notice."""
+
+    request: str
+    template: str | None = None
+    chat: bool = False
+    answer: str | None = None
+    also: Sequence[Statement] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to the question a paused run asked (``run_id``; default: the session's)."""
+
+    text: str
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Continue a paused (or cancelled, or crashed) run: ``decisions`` on its tool calls by
+    request id, ``default`` for the others, and the ``answer`` to its question if it asked one
+    (``run_id``; default: the session's paused run)."""
+
+    run_id: str | None = None
+    answer: str | None = None
+    decisions: Mapping[str, Any] | None = None
+    default: Any = None
+
+
+Intent = Start | Answer | Resume
+
+
+# --- what a turn is ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Opened:
+    """A turn taken in: the run it started or resumed (its events after ``after_seq`` are this
+    turn's; ``team``: the served team it runs on), or a ``notice`` when a chat message started
+    nothing because the session's run waits for decisions (``waiting``: those tool calls)."""
+
+    run_id: str
+    team: str | None
+    after_seq: int = 0
+    notice: str = ""
+    waiting: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass
 class Turn:
-    """A finished (or paused) turn. ``notice``: what to tell the user instead of an answer
-    (the run waits for a decision made elsewhere)."""
+    """A turn followed to its end (or pause): its run's ``result`` and the ``events`` it
+    emitted; ``notice``: what to tell the user instead of an answer."""
 
     run_id: str
     result: RunResult
@@ -60,7 +116,24 @@ class Turn:
         return f"The run ended with status {self.result.status}: {self.result.error}".strip()
 
 
-def waiting_notice(calls: list[dict[str, Any]]) -> str:
+@dataclass(frozen=True)
+class Waiting:
+    """A session's paused run and what it waits for (``Runner.pending``'s items)."""
+
+    run: RunRow
+    pending: list[dict[str, Any]]
+
+    @property
+    def asks(self) -> bool:
+        """Whether it waits for the answer to a question."""
+        return any(p["type"] == "clarification" for p in self.pending)
+
+    @property
+    def approvals(self) -> list[dict[str, Any]]:
+        return [p for p in self.pending if p["type"] == "approval"]
+
+
+def waiting_notice(calls: Sequence[Mapping[str, Any]]) -> str:
     """What a chat says while tool calls wait for a human decision, and where to decide."""
     listed = "; ".join(
         f"{c.get('tool')}({json.dumps(c.get('args') or {}, ensure_ascii=False)[:300]})"
@@ -73,110 +146,51 @@ def waiting_notice(calls: list[dict[str, Any]]) -> str:
     )
 
 
-@dataclass
-class Opened:
-    """A chat message taken in: the run it started or resumed (its events after
-    ``after_seq`` are this turn's), or a ``notice`` when the session's run waits for a
-    decision made elsewhere."""
-
-    run_id: str
-    team: str
-    after_seq: int = 0
-    notice: str = ""
-
-
+# --- doing it -------------------------------------------------------------------------------
 async def open_turn(
-    state: AppState,
-    user_id: str,
-    session: SessionRow,
-    team: str,
-    text: str,
-    template: str | None = None,
-    answer: str | None = None,
-    also: Sequence[Statement] = (),
+    state: AppState, intent: Intent, session: SessionRow | None = None, team: str | None = None
 ) -> Opened:
-    """The user's message in a chat: a new run (stored with ``also`` in one transaction), or —
-    when the session's run waits for an answer — the answer that resumes it (``answer`` when
-    given, else ``text``); while it waits for a decision on a tool call, a notice that says so
-    (the message starts no other run)."""
-    paused = await paused_run(state, session.id)
-    if paused is None:
-        run_id = await state.runs.start(user_id, session, team, text, template, also)
+    """Carry out ``intent`` for ``session`` (its owner's, on ``team``). Returns once the run is
+    stored and its first event is out (or the notice); raises :class:`RunConflict` (409) when
+    the session's state does not allow it."""
+    if isinstance(intent, Start):
+        if session is None or team is None:
+            raise TypeError("a new run needs the session and the team")
+        if intent.chat:
+            return await _chat(state, intent, session, team)
+        run_id = await state.runs.start(
+            session.user_id, session, team, intent.request, intent.template, intent.also
+        )
         return Opened(run_id, team)
-    waiting = await state.runs.runner(paused.team_name).pending(paused.id)
-    if any(w["type"] == "clarification" for w in waiting):
-        await state.runs.resume(paused.id, answer=answer or text)
-        return Opened(paused.id, paused.team_name, paused.last_seq)
-    calls = [w for w in waiting if w["type"] == "approval"]
-    return Opened(paused.id, paused.team_name, notice=waiting_notice(calls) if calls else "")
+    run_id = intent.run_id or await _paused_id(state, session)
+    if isinstance(intent, Answer):
+        row = await state.runs.resume(run_id, answer=intent.text)
+    else:
+        reply = {"decisions": intent.decisions, "default": intent.default}
+        row = await state.runs.resume(run_id, answer=intent.answer, **reply)
+    return Opened(row.id, row.team_name, row.last_seq)
 
 
-async def chat_turn(
-    state: AppState,
-    user_id: str,
-    session: SessionRow,
-    team: str,
-    text: str,
-    template: str | None = None,
-) -> Turn:
-    """:func:`open_turn`, followed to the end of the turn."""
-    opened = await open_turn(state, user_id, session, team, text, template)
-    if opened.notice:
-        result = await state.runs.runner(opened.team).result(opened.run_id)
-        return Turn(opened.run_id, result, notice=opened.notice)
-    return await _followed(state, opened.run_id, opened.team, opened.after_seq)
+async def _chat(state: AppState, intent: Start, session: SessionRow, team: str) -> Opened:
+    """A chat message: a new run, the answer that resumes the session's paused run, or — while
+    it waits for decisions on tool calls — a notice that says so."""
+    waiting = await waiting_in(state, session.id)
+    if waiting is None:
+        start = Start(intent.request, intent.template, also=intent.also)
+        return await open_turn(state, start, session, team)
+    run = waiting.run
+    if waiting.asks:
+        return await open_turn(state, Answer(intent.answer or intent.request, run.id))
+    calls = waiting.approvals
+    notice = waiting_notice(calls) if calls else ""
+    return Opened(run.id, run.team_name, notice=notice, waiting=calls)
 
 
-async def _followed(state: AppState, run_id: str, team: str, after_seq: int = 0) -> Turn:
-    """The turn of a run started or resumed just now: its events after ``after_seq`` to the
-    end of this execution, and its stored result."""
-    events = [e async for e in state.runs.events(run_id, after_seq)]
-    return Turn(run_id, await state.runs.runner(team).result(run_id), events)
-
-
-async def remember_pause(state: AppState, session_id: str, text: str, run_id: str) -> None:
-    """A question or notice a run paused with is the assistant's message in the history too
-    (a finished run's answer is stored by the run manager)."""
-    await repo.add_message(state.backend.direct, session_id, "assistant", text, run_id)
-
-
-def workflow_team(state: AppState, session: SessionRow) -> str:
-    """The session's team when it is a workflow team, else the first workflow team served."""
-    if state.teams[session.team].spec.pattern == "workflow":
-        return session.team
-    return next(n for n, t in state.teams.items() if t.spec.pattern == "workflow")
-
-
-def derived_team(state: AppState, base: str, suffix: str, spec: TeamSpec) -> str:
-    """Serve a team derived from ``base`` (one agent alone, or a subset of members)."""
-    name = f"{base}:{suffix}"
-    if name not in state.teams:
-        state.teams[name] = state.teams[base].derive(spec.model_copy(update={"name": name}))
-    return name
-
-
-def single_team(state: AppState, base: str, agent: str | None = None) -> str:
-    spec = state.teams[base].spec
-    members = [m for m in spec.members if isinstance(m, AgentSpec)]
-    chosen = next((m for m in members if m.name == agent), members[0] if members else None)
-    if chosen is None or (spec.pattern == "single" and len(spec.members) == 1):
-        return base  # already one agent: keep the team as it is (questions, approvals)
-    single = spec.model_copy(update={"pattern": "single", "members": [chosen], "clarify": False})
-    return derived_team(state, base, f"single-{chosen.name}", single)
-
-
-def filtered_team(state: AppState, base: str, include: list[str], exclude: list[str]) -> str:
-    spec = state.teams[base].spec
-    members = [
-        m for m in spec.members if (not include or m.name in include) and m.name not in exclude
-    ]
-    if not members or len(members) == len(spec.members):
-        return base
-    key = "only-" + "-".join(sorted(m.name for m in members))
-    workflow = spec.workflow.model_copy(update={"default_worker": None})
-    return derived_team(
-        state, base, key, spec.model_copy(update={"members": members, "workflow": workflow})
-    )
+async def _paused_id(state: AppState, session: SessionRow | None) -> str:
+    paused = await paused_run(state, session.id) if session is not None else None
+    if paused is None:
+        raise RunConflict("no run of this session waits for an answer")
+    return paused.id
 
 
 async def paused_run(state: AppState, session_id: str) -> RunRow | None:
@@ -185,20 +199,33 @@ async def paused_run(state: AppState, session_id: str) -> RunRow | None:
     return row if row is not None and row.status in PAUSED else None
 
 
-async def store_turn(state: AppState, session_id: str, run_id: str, data: dict[str, Any]) -> int:
-    """Number the turn within its session and keep its orchestrator result."""
-    async with state.sessions() as db:
-        last = await db.scalar(
-            select(func.max(TurnResultRow.turn_index)).where(TurnResultRow.session_id == session_id)
-        )
-        index = int(last or 0) + 1
-        db.add(
-            TurnResultRow(
-                session_id=session_id,
-                turn_index=index,
-                run_id=run_id,
-                data=json.loads(json.dumps({**data, "turnIndex": index})),
-            )
-        )
-        await db.commit()
-    return index
+async def waiting_in(state: AppState, session_id: str) -> Waiting | None:
+    """The session's paused run and what it waits for, or ``None``."""
+    run = await paused_run(state, session_id)
+    if run is None:
+        return None
+    return Waiting(run, await state.runs.runner(run.team_name).pending(run.id))
+
+
+async def follow(state: AppState, opened: Opened) -> Turn:
+    """The turn followed to its end: its events (none for a notice) and its stored result."""
+    events = (
+        []
+        if opened.notice
+        else [e async for e in state.runs.events(opened.run_id, opened.after_seq)]
+    )
+    return Turn(opened.run_id, await result_of(state, opened), events, opened.notice)
+
+
+async def result_of(state: AppState, opened: Opened) -> RunResult:
+    """The stored result of the turn's run."""
+    if opened.team is None:
+        row = await state.backend.runs.get(opened.run_id)
+        return await state.runs.runner(row.team_name).result(opened.run_id)
+    return await state.runs.runner(opened.team).result(opened.run_id)
+
+
+async def remember_pause(state: AppState, session_id: str, text: str, run_id: str) -> None:
+    """A question or notice a run paused with is the assistant's message in the history too
+    (a finished run's answer is stored by the run manager)."""
+    await repo.add_message(state.backend.direct, session_id, "assistant", text, run_id)

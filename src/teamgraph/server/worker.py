@@ -33,9 +33,10 @@ from teamgraph.config import Settings
 from teamgraph.errors import LeaseLost
 from teamgraph.runtime.backend import open_backend
 from teamgraph.server import tracing
+from teamgraph.server.logging import bind_run
 from teamgraph.server.ops import Metrics
 from teamgraph.server.queue import QUEUE, TASK, Kind, RunQueue
-from teamgraph.server.runs import RunManager
+from teamgraph.server.run_manager import RunManager
 from teamgraph.server.state import AppState, load_teams
 from teamgraph.status import EXECUTING
 from teamgraph.storage.models import RunRow, utcnow
@@ -134,8 +135,12 @@ class Worker:
     async def _job(
         self, context: Any, run_id: str, kind: Kind, trace: dict[str, str] | None = None
     ) -> None:
-        """One job: the run's span, in the trace of the API process that queued it."""
-        with tracing.span("run.execute", run_id, parent=trace, kind=kind, worker=self.name):
+        """One job: the run's span, in the trace of the API process that queued it, with the
+        run's id on every log line written while it executes."""
+        with (
+            bind_run(run_id),
+            tracing.span("run.execute", run_id, parent=trace, kind=kind, worker=self.name),
+        ):
             await self._run(run_id, kind)
 
     async def _run(self, run_id: str, kind: Kind) -> None:

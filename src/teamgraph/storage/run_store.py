@@ -16,7 +16,7 @@ ahead of them: the row's ``last_seq`` is always at or above every seq handed out
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
@@ -103,8 +103,10 @@ class RunStore(Protocol):
         user_id: str | None = None,
         session_id: str | None = None,
         status: RunStatus | None = None,
+        ids: Collection[str] | None = None,
     ) -> list[RunRow]: ...
     async def latest_in_session(self, session_id: str) -> RunRow | None: ...
+    async def cost_by_session(self, session_ids: Collection[str]) -> dict[str, float]: ...
     async def count_by_status(self) -> dict[str, int]: ...
 
     # --- events and seqs
@@ -221,9 +223,12 @@ class SqlRunStore:
         user_id: str | None = None,
         session_id: str | None = None,
         status: RunStatus | None = None,
+        ids: Collection[str] | None = None,
     ) -> list[RunRow]:
-        """Runs, newest first, filtered by any of: start time, owner, session, status."""
+        """Runs, newest first, filtered by any of: start time, owner, session, status, ids."""
         query = select(RunRow).order_by(RunRow.created_at.desc()).limit(limit)
+        if ids is not None:
+            query = query.where(RunRow.id.in_(list(ids)))
         if since is not None:
             query = query.where(RunRow.created_at >= since)
         if user_id is not None:
@@ -237,6 +242,18 @@ class SqlRunStore:
 
     async def latest_in_session(self, session_id: str) -> RunRow | None:
         return await self.direct.first(_LATEST_IN_SESSION, session_id=session_id)
+
+    async def cost_by_session(self, session_ids: Collection[str]) -> dict[str, float]:
+        """What the runs of each of these sessions cost in all (USD; sessions with runs only)."""
+        if not session_ids:
+            return {}
+        query = (
+            select(RunRow.session_id, func.sum(RunRow.cost_usd))
+            .where(RunRow.session_id.in_(list(session_ids)))
+            .group_by(RunRow.session_id)
+        )
+        rows: list[Any] = await self.direct.rows(query)
+        return {str(session): float(cost or 0.0) for session, cost in rows}
 
     async def count_by_status(self) -> dict[str, int]:
         query = select(RunRow.status, func.count()).group_by(RunRow.status)

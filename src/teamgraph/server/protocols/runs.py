@@ -1,27 +1,31 @@
-"""Runs of a session's team: start, follow (SSE with replay), inspect, cancel, resume. Another
-user's run or session is 404, like an unknown one."""
+"""teamgraph's own runs API: runs of a session's team — start, follow (server-sent events of
+the typed events themselves, with replay), inspect, cancel, resume. Another user's run or session
+is 404, like an unknown one.
+
+The route every run goes through twice (start, then its event stream) is kept lean: no
+dependency beyond the credential and the owned session, no read the answer does not need."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, status
-from sse_starlette import EventSourceResponse
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from teamgraph.errors import RunConflict
+from teamgraph.events import Event, TokenUsage
+from teamgraph.pauses import Decision
+from teamgraph.result import StepResult
 from teamgraph.server.deps import Claims, CurrentUser, Db, ReadSession, State, state_of
-from teamgraph.server.runs import RunManager
-from teamgraph.server.schemas import (
-    PendingItem,
-    RunAccepted,
-    RunCreate,
-    RunOut,
-    RunResume,
-    RunSummary,
-)
+from teamgraph.server.protocols.adapter import EventStream
+from teamgraph.server.run_manager import RunManager
+from teamgraph.server.schemas import SafeText
 from teamgraph.server.sse import frame
+from teamgraph.server.turns import Opened, Resume, Start, open_turn
 from teamgraph.storage.models import RunRow
 
 MAX_SEQ = 2**31 - 1  # event seqs are 32-bit integers in the database
@@ -29,6 +33,112 @@ MAX_SEQ = 2**31 - 1  # event seqs are 32-bit integers in the database
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
 
+# --- bodies ------------------------------------------------------------------------------------
+class RunOptions(BaseModel):
+    """Reserved for per-run options: none are defined yet, unknown keys are rejected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: SafeText = Field(min_length=1, max_length=20000, description="What the team should do.")
+    template: SafeText | None = Field(
+        default=None, max_length=200, description="Workflow template (default: the session's)."
+    )
+    options: RunOptions = Field(default_factory=RunOptions)
+
+    @field_validator("input")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("input must not be blank")
+        return value
+
+
+class RunAccepted(BaseModel):
+    run_id: str
+    status: str = Field(description="The run's status when the answer was sent.")
+
+
+class RunDecision(Decision):
+    """A decision on one tool call (``edit`` needs ``args``)."""
+
+    comment: SafeText = Field(default="", max_length=2000, description="Shown to the agent.")
+
+
+class RunResume(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer: SafeText | None = Field(
+        default=None, min_length=1, max_length=20000, description="Answer to the run's question."
+    )
+    decisions: dict[str, RunDecision] = Field(
+        default_factory=dict, description="Decisions on tool calls, by approval request_id."
+    )
+    default: RunDecision | None = Field(
+        default=None, description="The decision on every tool call without one in decisions."
+    )
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    session_id: str | None
+    team: str
+    pattern: str
+    status: str
+    input: str
+    template: str | None
+    planner_tier: str | None
+    error: str | None
+    cost_usd: float
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+
+class RunOut(RunSummary):
+    thread_id: str
+    output: str | None
+    plan: dict[str, Any] | None = None
+    steps: list[StepResult] = Field(default_factory=list)
+    usage: TokenUsage
+    usage_by_agent: dict[str, TokenUsage] = Field(default_factory=dict)
+
+
+class PendingItem(BaseModel):
+    """What a paused run waits for: an answer to a question, or a decision on a tool call."""
+
+    run_id: str
+    session_id: str | None
+    type: Literal["clarification", "approval"]
+    interrupt_id: str
+    question: str | None = None
+    request_id: str | None = Field(default=None, description="The key of its decision on resume.")
+    agent: str | None = None
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    call_id: str | None = None
+    step_id: str | None = None
+
+
+# --- the event stream --------------------------------------------------------------------------
+class RunEvents(EventStream[Event]):
+    """The run's events as they are: ``id`` its seq, ``event`` its type, ``data`` its JSON
+    (made once per event, for its row and its frame)."""
+
+    def on_event(self, event: Event) -> Iterable[Event]:
+        return (event,)
+
+    def encode(self, frame_: Event) -> str:
+        return frame(frame_.type, frame_.encoded, frame_.seq)
+
+    def encode_batch(self, events: Sequence[Event]) -> str:
+        return "".join([frame(e.type, e.encoded, e.seq) for e in events])
+
+
+# --- routes ------------------------------------------------------------------------------------
 async def get_manager(state: State) -> RunManager:  # async: no threadpool hop
     return state.runs
 
@@ -62,11 +172,10 @@ def _summary(row: RunRow) -> dict[str, Any]:
 async def start_run(session: ReadSession, body: RunCreate, request: Request) -> RunAccepted:
     """Start a run of the session's team on the session's thread; follow it on ``events``. The
     answer comes once the run is stored and its first event (``run_started``) can be read."""
-    manager = state_of(request).runs
-    run_id = await manager.start(  # a RunConflict answers 409 (server.errors)
-        session.user_id, session, session.team, body.input, body.template or session.template
-    )
-    return RunAccepted(run_id=run_id, status=manager.accepted)
+    state = state_of(request)
+    start = Start(body.input, body.template or session.template)
+    opened = await open_turn(state, start, session, session.team)  # a RunConflict answers 409
+    return RunAccepted(run_id=opened.run_id, status=state.runs.accepted)
 
 
 @router.get("/sessions/{session_id}/runs", response_model=list[RunSummary])
@@ -90,7 +199,7 @@ async def get_run(run: OwnedRun, manager: Manager) -> RunOut:
     return RunOut(**_summary(run), thread_id=run.thread_id, output=run.output, **extra)
 
 
-@router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
+@router.get("/runs/{run_id}/events", response_class=StreamingResponse)
 async def run_events(
     run_id: str,
     claims: Claims,
@@ -99,15 +208,14 @@ async def run_events(
         int, Query(ge=0, le=MAX_SEQ, description="Only events with a greater seq.")
     ] = 0,
     last_event_id: Annotated[str | None, Header(description="Set by reconnecting clients.")] = None,
-) -> EventSourceResponse:
+) -> StreamingResponse:
     """Server-sent events (``id``: seq, ``event``: type, ``data``: the event as JSON): the stored
     ones, then live ones; the stream ends when the run ends or pauses. ``Last-Event-ID`` (it
     wins over ``after``) resumes a stream where it broke; a finished run replays from the start.
     A run executing in this process is streamed from memory (its events are stored in batches);
     the events ready at once go out in one write."""
     state = state_of(request)
-    manager = state.runs
-    owner = manager.owner(run_id)
+    owner = state.runs.owner(run_id)
     if owner is None:
         await run_of(run_id, claims, state)
     elif owner != claims.user_id:
@@ -118,12 +226,7 @@ async def run_events(
                 status.HTTP_422_UNPROCESSABLE_CONTENT, detail="Last-Event-ID must be an event seq"
             )
         after = int(last_event_id)
-
-    async def stream() -> AsyncIterator[bytes]:
-        async for batch in manager.batches(run_id, after):  # what was ready: one write
-            yield "".join([frame(e.type, e.encoded, e.seq) for e in batch]).encode()
-
-    return EventSourceResponse(stream())
+    return RunEvents(state, Opened(run_id, None, after)).response()
 
 
 @router.post("/runs/{run_id}/cancel", response_model=RunAccepted)
@@ -137,13 +240,14 @@ async def cancel_run(run: OwnedRun, manager: Manager, db: Db) -> RunAccepted:
     "/runs/{run_id}/resume", response_model=RunAccepted, status_code=status.HTTP_202_ACCEPTED
 )
 async def resume_run(
-    run: OwnedRun, manager: Manager, state: State, db: Db, body: RunResume | None = None
+    run: OwnedRun, state: State, db: Db, body: RunResume | None = None
 ) -> RunAccepted:
     """Continue a paused run with the ``answer`` to its question or ``decisions`` on its tool
     calls (``default`` for the rest); a cancelled or interrupted run needs neither."""
     body = body or RunResume()
     await db.close()  # give the connection back: resuming a run needs the pool
-    await manager.resume(run.id, body.answer, decisions=body.decisions, default=body.default)
+    resume = Resume(run.id, body.answer, body.decisions, body.default)
+    await open_turn(state, resume)
     return RunAccepted(run_id=run.id, status=(await state.backend.runs.get(run.id)).status)
 
 

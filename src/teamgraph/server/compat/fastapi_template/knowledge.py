@@ -1,5 +1,6 @@
-"""``/api/v1/rag`` — the seed's knowledge page: a user's own documents (markdown, text, PDF),
-indexed into that user's collection, which that user's runs search and nobody else's do."""
+"""``/api/v1/rag`` — the template's knowledge page: a user's own documents (markdown, text, PDF),
+indexed into that user's collection, which that user's runs search and nobody else's do (a user
+token or a session token)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from teamgraph.knowledge import Document
 from teamgraph.runtime.runner import user_collection
 from teamgraph.server.deps import CurrentUser, State
 
-router = APIRouter(prefix="/api/v1/rag", tags=["seed-compatible knowledge"])
+router = APIRouter(prefix="/api/v1/rag", tags=["FastAPI agent template: knowledge"])
 KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".pdf": "pdf"}
 
 

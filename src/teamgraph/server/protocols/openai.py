@@ -4,11 +4,12 @@ SDKs and every tool that takes an OpenAI base URL.
 
 The client sends the whole conversation each time; the server keeps it as a session: a request
 whose earlier messages are a conversation this server answered continues that session (its
-thread: the team remembers, and an answer to a question the run asked resumes the run);
-otherwise the last user message starts a new session. The team's final answer is the assistant
-message; its progress (plan, steps, tools) is left out, or sent as ``reasoning_content`` deltas
-with ``"progress": "reasoning"`` in the request body. Errors have OpenAI's shape
-(:mod:`teamgraph.server.errors`).
+thread: the team remembers, and an answer to a question the run asked resumes the run — the last
+user message is a chat :class:`~teamgraph.server.turns.Start`); otherwise the last user message
+starts a new session. The team's final answer is the assistant message; its progress (plan,
+steps, tools) is left out, or sent as ``reasoning_content`` deltas with ``"progress":
+"reasoning"`` in the request body. Every error under ``/v1/`` has OpenAI's shape,
+``{"error": {"message", "type", "param", "code"}}`` (:data:`ERROR_SHAPE`).
 """
 
 from __future__ import annotations
@@ -16,28 +17,67 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Literal
 
-from fastapi import APIRouter, status
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, HTTPException, status
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from teamgraph.events import Event
 from teamgraph.result import RunResult
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
-from teamgraph.server.errors import OpenAIError
-from teamgraph.server.progress import Telling
+from teamgraph.server.errors import ErrorShape
+from teamgraph.server.protocols.adapter import EventStream
+from teamgraph.server.protocols.reply import ChatReply
 from teamgraph.server.schemas import no_nul
-from teamgraph.server.sse import one_line
+from teamgraph.server.sse import frame
 from teamgraph.server.state import AppState
-from teamgraph.server.turns import Opened, chat_turn, open_turn, remember_pause
+from teamgraph.server.turns import Opened, Start, follow, open_turn, remember_pause
 from teamgraph.status import PAUSED
 from teamgraph.storage.models import SessionRow
 
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
+_ERROR_TYPES = {
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("invalid_request_error", "not_found"),
+    409: ("invalid_request_error", "conflict"),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+}
+
+
+class OpenAIError(HTTPException):
+    """An error of the OpenAI-compatible routes: its ``code`` and ``param`` as OpenAI names
+    them (e.g. ``model_not_found``, ``model``)."""
+
+    def __init__(
+        self, status_code: int, message: str, code: str | None = None, param: str | None = None
+    ) -> None:
+        super().__init__(status_code, detail=message)
+        self.code = code
+        self.param = param
+
+
+def openai_error(
+    status_code: int, message: str, code: str | None = None, param: str | None = None
+) -> JSONResponse:
+    """An error in OpenAI's shape (its SDKs read ``error.message``, ``type`` and ``code``)."""
+    kind, default_code = _ERROR_TYPES.get(
+        status_code, ("server_error" if status_code >= 500 else "invalid_request_error", None)
+    )
+    body: dict[str, Any] = {
+        "message": message,
+        "type": kind,
+        "param": param,
+        "code": code or default_code,
+    }
+    return JSONResponse({"error": body}, status_code=status_code)
+
+
+ERROR_SHAPE = ErrorShape("/v1/", openai_error)
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 
 
@@ -108,12 +148,10 @@ async def completions(
         raise OpenAIError(400, "The last message must be the user's, with text.", param="messages")
     session = await _conversation(db, user.id, body.model, history)
     await db.close()  # give the request's connection back: a whole run needs the pool
+    opened = await open_turn(state, Start(last.text, chat=True), session, body.model)
     if body.stream:
-        opened = await open_turn(state, user.id, session, body.model, last.text)
-        return StreamingResponse(
-            _chunks(state, session, opened, body), media_type="text/event-stream"
-        )
-    turn = await chat_turn(state, user.id, session, body.model, last.text)
+        return CompletionChunks(state, opened, session, body).response()
+    turn = await follow(state, opened)
     answer = _with_pause_note(turn.answer, turn.run_id, turn.result, turn.paused)
     await _remember(state, session, body.messages, answer, turn.run_id, turn.paused)
     return {
@@ -133,61 +171,68 @@ async def completions(
     }
 
 
-async def _chunks(
-    state: AppState, session: SessionRow, opened: Opened, body: CompletionRequest
-) -> AsyncIterator[str]:
-    """``data:`` lines of ``chat.completion.chunk`` objects as the run goes, then ``[DONE]``."""
-    chunk = _Chunker(f"chatcmpl-{opened.run_id}", body.model)
-    yield chunk.delta({"role": "assistant", "content": ""})
-    telling = Telling(state.teams[opened.team].spec.pattern, separate=True)
-    said = opened.notice  # the session's run waits for a decision: the turn says so
-    if said:
-        yield chunk.delta({"content": said})
-    else:
-        async for event in state.runs.events(opened.run_id, opened.after_seq):
-            kind, text = telling.piece(event)
-            if text and kind == "answer":
-                said += text
-                yield chunk.delta({"content": text})
-            elif text and body.progress == "reasoning":
-                yield chunk.delta({"reasoning_content": text})
-        if rest := telling.closing():
-            said += rest
-            yield chunk.delta({"content": rest})
-    result = await state.runs.runner(opened.team).result(opened.run_id)
-    paused = bool(said and (opened.notice or telling.pause))
-    full = _with_pause_note(said, opened.run_id, result, paused)
-    if full != said:
-        yield chunk.delta({"content": full[len(said) :]})
-    await _remember(state, session, body.messages, full, opened.run_id, paused)
-    yield chunk.finish(_about(opened.run_id, session, result))
-    if body.stream_options is not None and body.stream_options.include_usage:
-        yield chunk.usage(_usage(result))
-    yield "data: [DONE]\n\n"
+Chunk = dict[str, Any] | None  # the fields of one chat.completion.chunk; None: [DONE]
 
 
-class _Chunker:
-    def __init__(self, completion_id: str, model: str) -> None:
+class CompletionChunks(EventStream[Chunk]):
+    """``data:`` lines of ``chat.completion.chunk`` objects as the run goes, then
+    ``data: [DONE]``: the answer as ``content`` deltas (progress as ``reasoning_content`` when
+    asked), the finish with teamgraph's run, usage when ``stream_options.include_usage``."""
+
+    def __init__(
+        self, state: AppState, turn: Opened, session: SessionRow, body: CompletionRequest
+    ) -> None:
+        super().__init__(state, turn)
+        self.session, self.body = session, body
+        self.reply = ChatReply(state.teams[turn.team or body.model].spec.pattern, separate=True)
+        self.said = turn.notice  # the session's run waits for a decision: the turn says so
         self.base = {
-            "id": completion_id,
+            "id": f"chatcmpl-{turn.run_id}",
             "object": "chat.completion.chunk",
             "created": int(time.time()),
-            "model": model,
+            "model": body.model,
         }
 
-    def _line(self, **fields: Any) -> str:
-        return f"data: {one_line(json.dumps({**self.base, **fields}, ensure_ascii=False))}\n\n"
+    async def on_start(self) -> AsyncIterator[Chunk]:
+        yield self._delta({"role": "assistant", "content": ""})
+        if self.said:
+            yield self._delta({"content": self.said})
 
-    def delta(self, delta: dict[str, Any]) -> str:
-        return self._line(choices=[{"index": 0, "delta": delta, "finish_reason": None}])
+    def on_event(self, event: Event) -> Iterable[Chunk]:
+        kind, text = self.reply.piece(event)
+        if text and kind == "answer":
+            self.said += text
+            return (self._delta({"content": text}),)
+        if text and self.body.progress == "reasoning":
+            return (self._delta({"reasoning_content": text}),)
+        return ()
 
-    def finish(self, about: dict[str, Any]) -> str:
-        return self._line(
-            choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}], teamgraph=about
+    async def on_end(self) -> AsyncIterator[Chunk]:
+        if not self.turn.notice and (rest := self.reply.closing()):
+            self.said += rest
+            yield self._delta({"content": rest})
+        result = await self.result()
+        paused = bool(self.said and (self.turn.notice or self.reply.pause))
+        full = _with_pause_note(self.said, self.turn.run_id, result, paused)
+        if full != self.said:
+            yield self._delta({"content": full[len(self.said) :]})
+        await _remember(
+            self.state, self.session, self.body.messages, full, self.turn.run_id, paused
         )
+        finished = [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+        yield {"choices": finished, "teamgraph": _about(self.turn.run_id, self.session, result)}
+        if self.body.stream_options is not None and self.body.stream_options.include_usage:
+            yield {"choices": [], "usage": _usage(result)}
+        yield None
 
-    def usage(self, usage: dict[str, int]) -> str:
-        return self._line(choices=[], usage=usage)
+    def encode(self, chunk: Chunk) -> str:
+        if chunk is None:
+            return frame(None, "[DONE]")
+        return frame(None, json.dumps({**self.base, **chunk}, ensure_ascii=False))
+
+    @staticmethod
+    def _delta(delta: dict[str, Any]) -> Chunk:
+        return {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
 
 
 def _usage(result: RunResult) -> dict[str, int]:
@@ -231,12 +276,7 @@ async def _conversation(
     """The user's session on ``team`` whose conversation ``history`` is, else a new one."""
     if any(m.role in ("user", "assistant") for m in history):
         key = conversation_key([(m.role, m.text) for m in history])
-        query = select(SessionRow).where(
-            SessionRow.user_id == user_id,
-            SessionRow.team == team,
-            SessionRow.conversation_key == key,
-        )
-        found = (await db.scalars(query)).first()
+        found = await repo.conversation_session(db, user_id, team, key)
         if found is not None:
             return found
     return await repo.create_session(db, user_id, team=team, name="OpenAI API")
@@ -253,7 +293,6 @@ async def _remember(
     """The conversation so far, as the client will send it back next time, keys the session;
     a paused run's message joins the session's history (a finished run's is stored already)."""
     said = [*((m.role, m.text) for m in messages), ("assistant", answer)]
-    keyed = update(SessionRow).where(SessionRow.id == session.id)
-    await state.backend.direct.write(keyed.values(conversation_key=conversation_key(said)))
+    await repo.keep_conversation_key(state.backend.direct, session.id, conversation_key(said))
     if paused:
         await remember_pause(state, session.id, answer, run_id)

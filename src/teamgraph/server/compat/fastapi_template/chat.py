@@ -1,34 +1,82 @@
-"""Routes of the seeds' FastAPI service, so their clients work unchanged:
-``/api/v1/chatbot/workflow/...`` and ``/api/v1/chatbot/chat`` (session tokens)."""
+"""The template's chat routes, so its React app works unchanged (session tokens):
+``/api/v1/chatbot/workflow/chat[/stream]``, ``…/workflow/templates``, ``/api/v1/chatbot/chat
+[/stream]`` and ``/api/v1/chatbot/messages``.
+
+A message is a chat :class:`~teamgraph.server.turns.Start`: it answers the session's paused run,
+or starts a run of the session's team (``mode=single``: its first agent alone; the workflow
+routes: the session's workflow team, with ``?template=`` a plan template that fits it). The
+streams send ``data: {"content", "done"}`` lines: the run as one chat reply
+(:class:`~teamgraph.server.protocols.reply.ChatReply`), then ``{"done": true}``."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Literal
 
 from fastapi import APIRouter, HTTPException, status
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
-from sse_starlette.sse import EventSourceResponse
 
+from teamgraph.events import Event
 from teamgraph.planning.templates import Template, available, misfit
 from teamgraph.server import repositories as repo
+from teamgraph.server.compat.teams import single_team, workflow_team
 from teamgraph.server.deps import CurrentSession, Db, State
-from teamgraph.server.progress import Telling, seed_lines
-from teamgraph.server.schemas import ChatMessage, ChatRequest, ChatResponse
+from teamgraph.server.protocols.adapter import EventStream
+from teamgraph.server.protocols.reply import ChatReply
+from teamgraph.server.schemas import ChatMessage
+from teamgraph.server.sse import frame
 from teamgraph.server.state import AppState
-from teamgraph.server.turns import (
-    Turn,
-    chat_turn,
-    open_turn,
-    remember_pause,
-    single_team,
-    workflow_team,
-)
+from teamgraph.server.turns import Opened, Start, Turn, follow, open_turn, remember_pause
 from teamgraph.storage.models import SessionRow
 
-router = APIRouter(prefix="/api/v1/chatbot", tags=["seed-compatible chat"])
+router = APIRouter(prefix="/api/v1/chatbot", tags=["FastAPI agent template: chat"])
 Mode = Literal["single", "multi"]
+
+
+class ChatRequest(BaseModel):
+    messages: list[ChatMessage] = Field(min_length=1)
+
+
+class ChatResponse(BaseModel):
+    messages: list[ChatMessage]
+
+
+class ChatLines(EventStream[str | None]):
+    """The turn as ``{"content", "done"}`` JSON lines: the reply in pieces of at most 200
+    characters as the run goes, then what is left to say (the approvals it waits for), then
+    ``done`` (the frame ``None``). A question or notice the run paused with joins the session's
+    history before ``done`` is sent."""
+
+    def __init__(self, state: AppState, turn: Opened, session: SessionRow) -> None:
+        super().__init__(state, turn)
+        self.session = session
+        self.reply = ChatReply(state.teams[turn.team or session.team].spec.pattern)
+
+    async def on_start(self) -> AsyncIterator[str | None]:
+        if self.turn.notice:
+            self.reply.pause = self.turn.notice
+            yield self.turn.notice
+
+    def on_event(self, event: Event) -> Iterable[str | None]:
+        return self.reply.chunks(event)
+
+    async def on_end(self) -> AsyncIterator[str | None]:
+        if not self.turn.notice and (rest := self.reply.closing()):
+            yield rest
+        if self.reply.pause:
+            await remember_pause(self.state, self.session.id, self.reply.pause, self.turn.run_id)
+        yield None
+
+    def encode(self, piece: str | None) -> str:
+        line = (
+            {"content": piece, "done": False}
+            if piece is not None
+            else {"content": "", "done": True}
+        )
+        return frame(None, json.dumps(line))
 
 
 def _last_user(body: ChatRequest) -> str:
@@ -46,7 +94,8 @@ async def _turn(
     template: str | None = None,
 ) -> Turn:
     await db.close()  # give the request's connection back: a whole run needs the pool
-    turn = await chat_turn(state, session.user_id, session, team, _last_user(body), template)
+    message = Start(_last_user(body), template, chat=True)
+    turn = await follow(state, await open_turn(state, message, session, team))
     if turn.paused:
         await remember_pause(state, session.id, turn.answer, turn.run_id)
     return turn
@@ -64,27 +113,13 @@ async def _stream(
     team: str,
     body: ChatRequest,
     template: str | None = None,
-) -> EventSourceResponse:
+) -> StreamingResponse:
     """The turn as it happens (progress lines, then the answer, then ``done``). The run starts
     before the response does, so a conflict or a bad template is an HTTP error, not a stream."""
     await db.close()  # give the request's connection back: a whole run needs the pool
-    text = _last_user(body)
-    opened = await open_turn(state, session.user_id, session, team, text, template)
-    telling = Telling(state.teams[opened.team].spec.pattern)
-
-    async def generate() -> AsyncIterator[str]:
-        if opened.notice:
-            telling.pause = opened.notice
-            yield json.dumps({"content": opened.notice, "done": False})
-            yield json.dumps({"content": "", "done": True})
-        else:
-            events = state.runs.events(opened.run_id, opened.after_seq)
-            async for line in seed_lines(events, telling):
-                yield line
-        if telling.pause:
-            await remember_pause(state, session.id, telling.pause, opened.run_id)
-
-    return EventSourceResponse(generate())
+    message = Start(_last_user(body), template, chat=True)
+    opened = await open_turn(state, message, session, team)
+    return ChatLines(state, opened, session).response()
 
 
 def _all_templates(state: AppState, team: str) -> dict[str, Template]:
@@ -126,10 +161,10 @@ async def workflow_chat(
     return _reply(body, await _turn(state, db, session, team, body, chosen))
 
 
-@router.post("/workflow/chat/stream")
+@router.post("/workflow/chat/stream", response_class=StreamingResponse)
 async def workflow_chat_stream(
     body: ChatRequest, session: CurrentSession, state: State, db: Db, template: str | None = None
-) -> EventSourceResponse:
+) -> StreamingResponse:
     """SSE ``data: {"content", "done"}`` lines; an error ends with ``done`` and its text."""
     team = workflow_team(state, session)
     chosen = _fitting(state, team, template or session.template)
@@ -155,10 +190,10 @@ async def chat(
     return _reply(body, await _turn(state, db, session, _team_for(state, session, mode), body))
 
 
-@router.post("/chat/stream")
+@router.post("/chat/stream", response_class=StreamingResponse)
 async def chat_stream(
     body: ChatRequest, session: CurrentSession, state: State, db: Db, mode: Mode = "multi"
-) -> EventSourceResponse:
+) -> StreamingResponse:
     return await _stream(state, db, session, _team_for(state, session, mode), body)
 
 

@@ -1,6 +1,7 @@
-"""The seed-000 React app's requests, as its ``frontend/src/api.js`` builds them (read, not
-copied: JSON bodies with ``Content-Type: application/json`` on every call, form bodies for
-login, reset and rename), and its pages' use of the answers."""
+"""The requests of the FastAPI LangGraph agent template's React app, as its
+``frontend/src/api.js`` builds them (read, not copied: JSON bodies with ``Content-Type:
+application/json`` on every call, form bodies for login, reset and rename), and its pages' use of
+the answers."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ async def test_switching_renaming_and_deleting_sessions_as_the_app_does(
         f"{API}/chatbot/messages", headers=bearer(older["token"]["access_token"])
     )
     assert messages.status_code == 200
-    # rename: the seed's form field, and JSON, with the session's own token or the user's
+    # rename: the template's form field, and JSON, with the session's own token or the user's
     form = await client.patch(
         f"{API}/auth/session/{first['id']}/name",
         data={"name": "Databases"},
@@ -67,7 +68,7 @@ async def test_switching_renaming_and_deleting_sessions_as_the_app_does(
         f"{API}/auth/session/{first['id']}", headers=bearer(older["token"]["access_token"])
     )
     assert deleted.is_success
-    # the deleted session's token answers 404 as the seed does (the app logs out on a 401)
+    # the deleted session's token answers 404 as the template does (the app logs out on a 401)
     gone = await client.get(f"{API}/chatbot/messages", headers=bearer(first["token"]))
     assert gone.status_code == 404
     assert (

@@ -1,5 +1,5 @@
-"""The seed-000 service's chat routes work unchanged: workflow chat (+stream, templates), chat
-with modes, messages (seed-004's /api/chat: test_seed004_client.py)."""
+"""The FastAPI agent template's chat routes work unchanged: workflow chat (+stream, templates),
+chat with modes, messages (swarm-ai-chat's /api/chat: test_swarm_chat_client.py)."""
 
 from __future__ import annotations
 

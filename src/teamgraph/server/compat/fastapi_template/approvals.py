@@ -1,6 +1,8 @@
-"""``/api/v1/approvals`` — the seed's approvals page: the tool calls a session's paused run waits
-for, decided one by one (session token). When every call of the pause has a decision, the run
-resumes in the background and its answer joins the chat history."""
+"""``/api/v1/approvals`` — the template's approvals page: the tool calls a session's paused run
+waits for, decided one by one (session token). Each decision is kept in the run's journal (through
+the runner); when every call of the pause has one, the decisions are a
+:class:`~teamgraph.server.turns.Resume` of the run, which goes on in the background — its answer
+joins the chat history."""
 
 from __future__ import annotations
 
@@ -12,16 +14,15 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, Field
 
-from teamgraph.durable import Journal
 from teamgraph.errors import RunConflict
 from teamgraph.pauses import Decision
 from teamgraph.server.deps import CurrentSession, State
 from teamgraph.server.state import AppState
-from teamgraph.server.turns import paused_run
+from teamgraph.server.turns import Resume, open_turn, waiting_in
 from teamgraph.storage.models import RunRow, SessionRow, utcnow
 
-router = APIRouter(prefix="/api/v1/approvals", tags=["seed-compatible approvals"])
-SHOWN_VALID_FOR = timedelta(days=7)  # the seed's shape has an expiry; teamgraph's never expire
+router = APIRouter(prefix="/api/v1/approvals", tags=["FastAPI agent template: approvals"])
+SHOWN_VALID_FOR = timedelta(days=7)  # the template's shape has an expiry; ours never expire
 Status = Literal["pending", "approved", "rejected"]
 
 
@@ -30,7 +31,7 @@ class ApprovalAction(BaseModel):
 
 
 class ApprovalOut(BaseModel):
-    """A tool call waiting for (or given) a decision, in the seed's shape."""
+    """A tool call waiting for (or given) a decision, in the template's shape."""
 
     id: str
     session_id: str
@@ -55,18 +56,18 @@ async def _approvals(
 ) -> tuple[RunRow | None, dict[str, ApprovalOut]]:
     """The session's paused run and its tool calls (by their own request id), each with the
     decision kept so far."""
-    run = await paused_run(state, session.id)
-    if run is None:
+    waiting = await waiting_in(state, session.id)
+    if waiting is None:
         return None, {}
-    waiting = await state.runs.runner(run.team_name).pending(run.id)
-    calls = [w for w in waiting if w["type"] == "approval"]
-    decided = await Journal(state.backend.journal).decisions(run.id, [c["id"] for c in calls])
+    run, calls = waiting.run, waiting.approvals
+    runner = state.runs.runner(run.team_name)
+    decided = await runner.kept_decisions(run.id, [c["id"] for c in calls])
     return run, {c["id"]: _shown(run, c, decided.get(c["id"])) for c in calls}
 
 
 def public_id(request_id: str) -> str:
     """A URL-safe id for a tool call's request id (which holds its step path, slashes
-    included: the seed's client puts the id in the path as it is)."""
+    included: the template's client puts the id in the path as it is)."""
     return hashlib.sha256(request_id.encode()).hexdigest()[:32]
 
 
@@ -137,16 +138,16 @@ async def _decide(
     if found.status != "pending":
         raise HTTPException(status.HTTP_409_CONFLICT, detail=f"already {found.status}")
     decision = Decision.approve() if action == "approve" else Decision.reject(body.comment or "")
-    journal = Journal(state.backend.journal)
+    runner = state.runs.runner(run.team_name)
     kept = {**decision.model_dump(), "comment": body.comment, "at": utcnow().isoformat()}
-    await journal.record_decision(run.id, call_id, kept)
+    await runner.keep_decision(run.id, call_id, kept)
     _, shown = await _approvals(state, session)
     if all(a.status != "pending" for a in shown.values()):  # decided: the run goes on
-        decided = await journal.decisions(run.id, list(shown))
+        decided = await runner.kept_decisions(run.id, list(shown))
         choices = {
             k: Decision(action=v["action"], comment=v.get("comment") or "")
             for k, v in decided.items()
         }
         with contextlib.suppress(RunConflict):  # another decision resumed it a moment ago
-            await state.runs.resume(run.id, decisions=choices)
+            await open_turn(state, Resume(run.id, decisions=choices))
     return shown[call_id]

@@ -1,12 +1,12 @@
-"""A run told as one chat message, for clients that show a single streamed reply (the seeds'
-chat streams): short progress lines as the run goes (plan, steps, handoffs, tools), then the
-answer — its tokens as the model writes them where one agent writes it, else the whole answer
-when it is ready — or the question or the approval the run waits for."""
+"""A run as one chat reply, for dialects whose clients show a single streamed message (the chat
+completions of OpenAI, AG-UI's text message, the Agent Protocol's ``messages`` mode, the
+compatibility chats): short progress lines as the run goes (plan, steps, handoffs, tools), then
+the answer — its tokens as the model writes them where one agent writes it, else the whole
+answer when it is ready — or the question or the approval the run waits for."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -37,21 +37,21 @@ def progress_line(event: Event) -> str | None:
 
 
 @dataclass
-class Telling:
+class ChatReply:
     """Turns a run's events into chat text as they come (``pattern``: the team's). Each piece
     is progress or answer (:meth:`piece`); ``separate``: the two go to different channels (the
     answer then starts without the blank line that follows progress in one text)."""
 
     pattern: str
     separate: bool = False
-    told_answer: bool = False
-    progressed: bool = False
+    answered: bool = False  # some of the answer was written
+    progressed: bool = False  # some progress was written
     approvals: list[dict[str, Any]] = field(default_factory=list)
     pause: str = ""  # the question or the approval notice, once the run paused
-    _progress: bool = False  # whether the last piece told was progress
+    _progress: bool = False  # whether the last piece was progress
 
     def piece(self, event: Event) -> tuple[Kind, str]:
-        """What ``event`` adds to the telling, and whether it is progress or the answer."""
+        """What ``event`` adds to the reply, and whether it is progress or the answer."""
         text = self.text(event)
         return ("progress" if self._progress else "answer"), text
 
@@ -62,10 +62,10 @@ class Telling:
             self.progressed = True
             return line
         if event.type == "token" and self._answers(event.agent, len(event.path)):
-            first = not self.told_answer
-            self.told_answer = True
+            first = not self.answered
+            self.answered = True
             return ("\n" if first and self._glued else "") + event.text
-        if event.type == "model_retry" and self.told_answer:
+        if event.type == "model_retry" and self.answered:
             return "\n\n(the model's connection dropped; it answers again)\n\n"
         if event.type == "clarification_requested":
             self.pause = event.question
@@ -73,12 +73,18 @@ class Telling:
         if event.type == "approval_requested":
             self.approvals.append(event.model_dump())
             return ""
-        if event.type == "run_completed" and not self.told_answer:
+        if event.type == "run_completed" and not self.answered:
             return self._after_progress(event.output)
         if event.type in ("run_failed", "run_cancelled"):
             why = event.error if event.type == "run_failed" else event.reason
             return self._after_progress(f"The run ended ({event.type.removeprefix('run_')}): {why}")
         return ""
+
+    def chunks(self, event: Event) -> Iterator[str]:
+        """:meth:`text`, in pieces of at most :data:`ANSWER_CHUNK` characters."""
+        text = self.text(event)
+        for start in range(0, len(text), ANSWER_CHUNK):
+            yield text[start : start + ANSWER_CHUNK]
 
     def closing(self) -> str:
         """What is left to say once the events end (the approvals the run waits for)."""
@@ -100,21 +106,3 @@ class Telling:
 
     def _after_progress(self, text: str) -> str:
         return ("\n" if self._glued else "") + text
-
-
-async def told(events: AsyncIterator[Event], telling: Telling) -> AsyncIterator[str]:
-    """The telling of ``events`` as they come, in pieces of at most :data:`ANSWER_CHUNK`
-    characters, then what is left to say once they end."""
-    async for event in events:
-        text = telling.text(event)
-        for start in range(0, len(text), ANSWER_CHUNK):
-            yield text[start : start + ANSWER_CHUNK]
-    if rest := telling.closing():
-        yield rest
-
-
-async def seed_lines(events: AsyncIterator[Event], telling: Telling) -> AsyncIterator[str]:
-    """``{"content", "done"}`` JSON lines: the telling of ``events``, then ``done``."""
-    async for piece in told(events, telling):
-        yield json.dumps({"content": piece, "done": False})
-    yield json.dumps({"content": "", "done": True})

@@ -1,30 +1,63 @@
 """The LangGraph Agent Protocol under ``/langgraph``, the subset ``langgraph-sdk`` clients (and
 the UIs built on it) use: assistants (one per served team), threads (the caller's sessions),
-runs — streamed (:mod:`teamgraph.server.lg_parts`), waited for, or started and joined — with
-interrupts resumed by ``Command(resume=...)`` and ``Last-Event-ID`` reconnects. Authenticate with
-``x-api-key: <API key>`` (the SDK's ``api_key``) or a bearer token.
+runs — streamed, waited for, or started and joined — with interrupts resumed by
+``Command(resume=...)`` and ``Last-Event-ID`` reconnects. Authenticate with ``x-api-key: <API key>``
+(the SDK's ``api_key``) or a bearer token.
+
+**In.** A run's ``input.messages``' last human message is a chat
+:class:`~teamgraph.server.turns.Start`; ``command.resume`` is an
+:class:`~teamgraph.server.turns.Answer` (a string, when the run asked a question) or a
+:class:`~teamgraph.server.turns.Resume` — ``{"action": ...}`` for every call, or
+``{<interrupt id>: {"action": ...}}``.
+
+**Out.** Stream parts (``event``: the mode, ``data``: JSON, ``id``: the seq of the event they
+came from), per requested ``stream_mode``:
+
+- ``values``: the thread's state, ``{"messages": [...]}`` in LangChain's message form, when the run
+  starts and when it ends — with ``__interrupt__`` when it paused;
+- ``updates``: ``{<step or agent>: {"output": ...}}`` as each workflow step or agent finishes, and
+  ``{"__interrupt__": [...]}`` when the run pauses;
+- ``messages`` (``messages-tuple``): the answer's tokens as ``[message chunk, metadata]`` pairs;
+- ``events``: every teamgraph event as ``{"event": <type>, "data": <event>}``;
+- ``custom``: the run's progress lines (plan, steps, tool calls, handoffs).
+
+An interrupt is ``{"value": ..., "id": ...}``: a clarifying question's value is the question; a
+tool approval's is ``{"type": "tool_approval", "tool", "args", "agent"}``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Query, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import bindparam, select, update
 
-from teamgraph.errors import UsageError
+from teamgraph.errors import RunConflict, UsageError
+from teamgraph.events import Event
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State, owned_or_404
-from teamgraph.server.lg_parts import MODES, Parts, interrupt_value, message, sse
+from teamgraph.server.protocols.adapter import EventStream
+from teamgraph.server.protocols.reply import ChatReply, progress_line
+from teamgraph.server.sse import frame
 from teamgraph.server.state import AppState
-from teamgraph.server.turns import Opened, open_turn, paused_run
+from teamgraph.server.turns import (
+    Answer,
+    Intent,
+    Opened,
+    Resume,
+    Start,
+    open_turn,
+    waiting_in,
+)
 from teamgraph.storage.models import RunRow, SessionRow
 
 router = APIRouter(prefix="/langgraph", tags=["LangGraph Agent Protocol"])
+MODES = ("values", "updates", "messages", "messages-tuple", "events", "custom", "debug")
+QUESTION = "clarification"
 _STATUS = {  # teamgraph's run statuses in the Agent Protocol's words
     "completed": "success",
     "completed_with_errors": "success",
@@ -49,6 +82,20 @@ class ThreadIn(BaseModel):
 
     thread_id: str | None = Field(default=None, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def message(role: str, content: str, message_id: str) -> dict[str, Any]:
+    """A chat message as LangChain serialises it."""
+    kind = {"user": "human", "assistant": "ai", "system": "system"}.get(role, role)
+    return {"type": kind, "content": content, "id": message_id, "additional_kwargs": {}}
+
+
+def interrupt_value(pending: dict[str, Any]) -> dict[str, Any]:
+    """One of ``Runner.pending``'s items as a LangGraph interrupt."""
+    if pending["type"] == "clarification":
+        return {"value": pending["question"], "id": f"{pending['interrupt_id']}:{QUESTION}"}
+    value = {"type": "tool_approval", "tool": pending["tool"], "args": pending["args"]}
+    return {"value": {**value, "agent": pending["agent"]}, "id": pending["id"]}
 
 
 # --- assistants ----------------------------------------------------------------------------
@@ -86,7 +133,7 @@ async def get_assistant(assistant_id: str, user: CurrentUser, state: State) -> d
 # --- threads -------------------------------------------------------------------------------
 @router.post("/threads")
 async def create_thread(body: ThreadIn, user: CurrentUser, state: State, db: Db) -> dict[str, Any]:
-    if body.thread_id and await db.get(SessionRow, body.thread_id) is not None:
+    if body.thread_id and await repo.claimed_session(db, body.thread_id) is not None:
         raise HTTPException(status.HTTP_409_CONFLICT, detail="Thread already exists")
     first = sorted(state.teams)[0]  # a thread takes its team from its first run
     row = await repo.create_session(
@@ -123,7 +170,7 @@ async def _owned(state: AppState, user_id: str, thread_id: str) -> SessionRow:
 
 async def _thread(state: AppState, row: SessionRow) -> dict[str, Any]:
     current = await _state(state, row)
-    busy = await _live_run(state, row.id) is not None
+    busy = state.runs.live_in(row.id) is not None
     return _thread_of(row, current["values"], current["interrupts"], busy)
 
 
@@ -145,11 +192,8 @@ async def _state(state: AppState, row: SessionRow) -> dict[str, Any]:
     async with state.sessions() as db:
         stored = await repo.messages(db, row.id)
     messages = [message(m.role, m.content, str(m.id)) for m in stored]
-    interrupts: list[dict[str, Any]] = []
-    paused = await paused_run(state, row.id)
-    if paused is not None:
-        pending = await state.runs.runner(paused.team_name).pending(paused.id)
-        interrupts = [interrupt_value(p) for p in pending]
+    waiting = await waiting_in(state, row.id)
+    interrupts = [interrupt_value(p) for p in waiting.pending] if waiting else []
     return {
         "values": {"messages": messages},
         "next": [],
@@ -163,14 +207,14 @@ async def _state(state: AppState, row: SessionRow) -> dict[str, Any]:
 
 
 # --- runs ----------------------------------------------------------------------------------
-@router.post("/threads/{thread_id}/runs/stream", response_model=None)
+@router.post("/threads/{thread_id}/runs/stream", response_class=StreamingResponse)
 async def stream_run(
     thread_id: str, body: RunIn, user: CurrentUser, state: State
 ) -> StreamingResponse:
     opened = await _open(state, user.id, thread_id, body)
     headers = {"Content-Location": f"/langgraph/threads/{thread_id}/runs/{opened.run_id}"}
-    parts = _stream(state, opened, thread_id, _modes(body.stream_mode))
-    return StreamingResponse(parts, media_type="text/event-stream", headers=headers)
+    parts = StreamParts(state, opened, thread_id, _modes(body.stream_mode))
+    return parts.response(headers)
 
 
 @router.post("/threads/{thread_id}/runs/wait")
@@ -203,7 +247,7 @@ async def join_run(thread_id: str, run_id: str, user: CurrentUser, state: State)
     return await _values(state, thread_id)
 
 
-@router.get("/threads/{thread_id}/runs/{run_id}/stream", response_model=None)
+@router.get("/threads/{thread_id}/runs/{run_id}/stream", response_class=StreamingResponse)
 async def join_stream(
     thread_id: str,
     run_id: str,
@@ -217,10 +261,7 @@ async def join_stream(
     after = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
     opened = Opened(run_id, row.team_name, after)
     modes = _modes(stream_mode or ["values"])
-    return StreamingResponse(
-        _stream(state, opened, thread_id, modes, resumed=after > 0),
-        media_type="text/event-stream",
-    )
+    return StreamParts(state, opened, thread_id, modes, rejoined=after > 0).response()
 
 
 @router.post("/threads/{thread_id}/runs/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
@@ -233,24 +274,25 @@ async def _open(state: AppState, user_id: str, thread_id: str, body: RunIn) -> O
     """Start the run the body asks for on the thread, or resume its paused run."""
     if body.assistant_id not in state.teams:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Assistant not found")
-    row, binding = await _bind(state, await _owned(state, user_id, thread_id), body.assistant_id)
+    row = await _owned(state, user_id, thread_id)
+    binding = await _bind(state, row, body.assistant_id)
     if body.command and "resume" in body.command:
-        return await _resume(state, row, body.command["resume"])
-    text = _last_human((body.input or {}).get("messages", []))
-    return await open_turn(state, user_id, row, row.team, text, also=binding)
+        intent = await _resume(state, row, body.command["resume"])
+    else:
+        text = _last_human((body.input or {}).get("messages", []))
+        intent = Start(text, chat=True, also=binding)
+    return await open_turn(state, intent, row, row.team)
 
 
-async def _bind(state: AppState, row: SessionRow, team: str) -> tuple[SessionRow, list[Any]]:
+async def _bind(state: AppState, row: SessionRow, team: str) -> list[Any]:
     """A thread runs one team: its first run's (a thread with runs on another is a 409). The
     statement that binds it goes in the run's own transaction."""
     if row.team == team:
-        return row, []
-    ran = select(RunRow.id).where(RunRow.session_id == row.id).limit(1)
-    if await state.backend.direct.rows(ran):
+        return []
+    if await state.backend.runs.latest_in_session(row.id) is not None:
         raise HTTPException(status.HTTP_409_CONFLICT, detail=f"thread runs assistant {row.team!r}")
-    bind = update(SessionRow).where(SessionRow.id == row.id).values(team=team)
     row.team = team
-    return row, [(bind, None)]
+    return [repo.bind_team(row.id, team)]
 
 
 def _last_human(messages: list[Any]) -> str:
@@ -266,52 +308,96 @@ def _last_human(messages: list[Any]) -> str:
     )
 
 
-async def _resume(state: AppState, row: SessionRow, value: Any) -> Opened:
-    paused = await paused_run(state, row.id)
-    if paused is None:
-        raise HTTPException(status.HTTP_409_CONFLICT, detail="the thread has no interrupted run")
-    pending = await state.runs.runner(paused.team_name).pending(paused.id)
-    asks = any(p["type"] == "clarification" for p in pending)
-    if asks:
+async def _resume(state: AppState, row: SessionRow, value: Any) -> Intent:
+    """``Command(resume=value)`` for the thread's paused run: the answer to its question, or
+    decisions on its tool calls."""
+    waiting = await waiting_in(state, row.id)
+    if waiting is None:
+        raise RunConflict("the thread has no interrupted run")
+    run_id = waiting.run.id
+    if waiting.asks:
         if not isinstance(value, str):
             raise UsageError("the run asked a question: resume with the answer, a string")
-        await state.runs.resume(paused.id, answer=value)
-    elif isinstance(value, dict) and "action" in value:
-        await state.runs.resume(paused.id, default=value)
-    elif isinstance(value, dict):
-        await state.runs.resume(paused.id, decisions=value)
-    else:
-        raise UsageError("resume tool approvals with {'action': ...} or {id: {'action': ...}}")
-    return Opened(paused.id, paused.team_name, paused.last_seq)
+        return Answer(value, run_id)
+    if isinstance(value, dict) and "action" in value:
+        return Resume(run_id, default=value)
+    if isinstance(value, dict):
+        return Resume(run_id, decisions=value)
+    raise UsageError("resume tool approvals with {'action': ...} or {id: {'action': ...}}")
 
 
-async def _stream(
-    state: AppState,
-    opened: Opened,
-    thread_id: str,
-    modes: set[str],
-    resumed: bool = False,
-) -> AsyncIterator[str]:
-    parts = Parts(modes, state.teams[opened.team].spec.pattern, opened.run_id)
-    if not resumed:
-        yield sse("metadata", {"run_id": opened.run_id, "attempt": 1})
-        if "values" in modes:
-            yield sse("values", (await _values(state, thread_id)), opened.after_seq)
-    last = opened.after_seq
-    async for event in state.runs.events(opened.run_id, opened.after_seq):
-        last = event.seq
-        for kind, data in parts.of(event):
-            yield sse(kind, data, event.seq)
-    values = await _values(state, thread_id)
-    if values.get("__interrupt__") and "updates" in modes:
-        yield sse("updates", {"__interrupt__": values["__interrupt__"]}, last)
-    if "values" in modes:
-        yield sse("values", values, last)
+Part = tuple[str, Any, int | None]  # (mode, data, id)
+
+
+class StreamParts(EventStream[Part]):
+    """Folds one execution's events into stream parts of the asked modes. ``rejoined``: a
+    client reconnecting after ``Last-Event-ID`` gets no metadata and no first state again."""
+
+    def __init__(
+        self,
+        state: AppState,
+        turn: Opened,
+        thread_id: str,
+        modes: set[str],
+        rejoined: bool = False,
+    ) -> None:
+        super().__init__(state, turn)
+        self.thread_id, self.modes, self.rejoined = thread_id, set(modes), rejoined
+        if "messages-tuple" in self.modes:
+            self.modes.add("messages")
+        pattern = state.teams[turn.team].spec.pattern if turn.team in state.teams else ""
+        self.reply = ChatReply(pattern, separate=True)
+        self.last = turn.after_seq  # the seq of the last event seen
+
+    async def on_start(self) -> AsyncIterator[Part]:
+        if self.rejoined:
+            return
+        yield "metadata", {"run_id": self.turn.run_id, "attempt": 1}, None
+        if "values" in self.modes:
+            yield "values", await _values(self.state, self.thread_id), self.turn.after_seq
+
+    def on_event(self, event: Event) -> Iterable[Part]:
+        self.last = event.seq
+        return [(mode, data, event.seq) for mode, data in self._parts(event)]
+
+    async def on_end(self) -> AsyncIterator[Part]:
+        values = await _values(self.state, self.thread_id)
+        if values.get("__interrupt__") and "updates" in self.modes:
+            yield "updates", {"__interrupt__": values["__interrupt__"]}, self.last
+        if "values" in self.modes:
+            yield "values", values, self.last
+
+    def encode(self, part: Part) -> str:
+        mode, data, seq = part
+        return frame(mode, json.dumps(data, ensure_ascii=False), seq)
+
+    def _parts(self, event: Event) -> Iterable[tuple[str, Any]]:
+        if "events" in self.modes:
+            yield "events", {"event": event.type, "data": event.model_dump(mode="json")}
+        if "custom" in self.modes and (line := progress_line(event)):
+            yield "custom", line
+        if "updates" in self.modes and (update := _update(event)):
+            yield "updates", update
+        kind, text = self.reply.piece(event)  # every event: the reply keeps its state
+        answers = kind == "answer" and text and event.type != "clarification_requested"
+        if answers and "messages" in self.modes:
+            chunk = {"type": "AIMessageChunk", "content": text, "id": f"run-{self.turn.run_id}"}
+            yield "messages", [chunk, {"langgraph_node": event.path[-1] if event.path else ""}]
+
+
+def _update(event: Event) -> dict[str, Any] | None:
+    if event.type == "step_completed":
+        return {event.step_id: {"output": event.output, "worker": event.worker}}
+    if event.type == "step_failed":
+        return {event.step_id: {"error": event.error, "worker": event.worker}}
+    if event.type == "agent_message" and len(event.path) == 2:
+        return {event.agent: {"messages": [message("assistant", event.content, event.agent)]}}
+    return None
 
 
 async def _values(state: AppState, thread_id: str) -> dict[str, Any]:
     async with state.sessions() as db:
-        row = await db.get(SessionRow, thread_id)
+        row = await repo.claimed_session(db, thread_id)
     assert row is not None
     current = await _state(state, row)
     values: dict[str, Any] = dict(current["values"])
@@ -320,21 +406,17 @@ async def _values(state: AppState, thread_id: str) -> dict[str, Any]:
     return values
 
 
-_THREAD_RUN = select(RunRow).where(
-    RunRow.id == bindparam("run_id"),
-    RunRow.session_id == bindparam("thread_id"),
-    RunRow.user_id == bindparam("user_id"),
-)
-
-
 async def _run_of(state: AppState, user_id: str, thread_id: str, run_id: str) -> RunRow:
-    params = {"run_id": run_id, "thread_id": thread_id, "user_id": user_id}
-    return await owned_or_404(state, _THREAD_RUN, "Run", **params)
+    """The user's run ``run_id`` of thread ``thread_id`` — 404 otherwise."""
+    row = await state.backend.runs.owned(run_id, user_id)
+    if row is None or row.session_id != thread_id:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
+    return row
 
 
 async def _run(state: AppState, run_id: str) -> dict[str, Any]:
     row = await state.backend.runs.get(run_id)
-    live = await _live_run(state, row.session_id or "")
+    live = state.runs.live_in(row.session_id or "")
     run_status = "running" if live == run_id else _STATUS.get(row.status, "pending")
     return {
         "run_id": row.id,
@@ -347,13 +429,6 @@ async def _run(state: AppState, run_id: str) -> dict[str, Any]:
         "kwargs": {},
         "multitask_strategy": "reject",
     }
-
-
-async def _live_run(state: AppState, thread_id: str) -> str | None:
-    """The run executing on the thread in this process, if any."""
-    async with state.sessions() as db:
-        ids = (await db.scalars(select(RunRow.id).where(RunRow.session_id == thread_id))).all()
-    return next((i for i in ids if state.runs.owner(i) is not None), None)
 
 
 def _modes(asked: str | list[str]) -> set[str]:

@@ -1,4 +1,4 @@
-"""A turn as seed-004's orchestrator object: the ``tasks`` / ``events`` / ``results`` /
+"""A turn as swarm-ai-chat's orchestrator object: the ``tasks`` / ``events`` / ``results`` /
 ``summary`` its workspace panel draws, in that client's vocabulary."""
 
 from __future__ import annotations
@@ -124,17 +124,17 @@ def _events(turn: Turn, gist: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for event in turn.events:
         for n, (kind, content, agent, task) in enumerate(_described(event, gist)):
-            told: dict[str, Any] = {
+            item: dict[str, Any] = {
                 "id": f"{turn.run_id}:{event.seq}" + (f".{n}" if n else ""),
                 "type": kind,
                 "timestamp": event.ts.isoformat(),
                 "content": content,
             }
             if agent:
-                told["agentId"] = agent
+                item["agentId"] = agent
             if task:
-                told["taskId"] = task
-            out.append(told)
+                item["taskId"] = task
+            out.append(item)
     return out
 
 

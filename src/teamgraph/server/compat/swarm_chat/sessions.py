@@ -1,4 +1,4 @@
-"""seed-004's session routes (``/api/sessions``), as its client calls them: list (with
+"""swarm-ai-chat's session routes (``/api/sessions``), as its client calls them: list (with
 ``search``), create from agent ids, update, delete, and a session's messages — each wrapped in
 ``{"success": true, "data": …}`` and owner-scoped (another user's session is a 404)."""
 
@@ -17,7 +17,7 @@ from teamgraph.server.schemas import SafeText
 from teamgraph.server.state import AppState
 from teamgraph.storage.models import MessageRow, RunRow, SessionRow, UserRow
 
-router = APIRouter(prefix="/api/sessions", tags=["seed-compatible chat"])
+router = APIRouter(prefix="/api/sessions", tags=["swarm-ai-chat"])
 
 
 class SessionIn(BaseModel):
@@ -89,6 +89,7 @@ async def delete_session(session: OwnedSession, db: Db) -> dict[str, Any]:
 @router.get("/{session_id}/messages")
 async def session_messages(
     session: OwnedSession,
+    state: State,
     db: Db,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
@@ -97,7 +98,8 @@ async def session_messages(
 ) -> dict[str, Any]:
     """Oldest first; each run's tokens and cost are on its last assistant message."""
     rows, total = await repo.messages_page(db, session.id, limit, offset, before, after)
-    billed = await repo.billed_messages(db, session.id, {r.run_id for r in rows if r.run_id})
+    run_ids = {r.run_id for r in rows if r.run_id}
+    billed = await repo.billed_messages(db, state.backend.runs, session.id, run_ids)
     data = [_message(session, r, billed.get(r.id)) for r in rows]
     more = offset + limit < total
     return {
@@ -134,7 +136,7 @@ def _elapsed(run: RunRow | None) -> float:
 async def _described(
     state: AppState, db: AsyncSession, user: UserRow, rows: list[SessionRow]
 ) -> list[dict[str, Any]]:
-    totals = await repo.session_totals(db, [r.id for r in rows])
+    totals = await repo.session_totals(db, state.backend.runs, [r.id for r in rows])
     return [_session(state, user, r, totals[r.id]) for r in rows]
 
 

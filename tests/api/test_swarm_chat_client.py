@@ -1,4 +1,4 @@
-"""seed-004's chat client (``ginobefun/swarm-ai-chat``) against teamgraph: its session routes
+"""swarm-ai-chat's client (``ginobefun/swarm-ai-chat``) against teamgraph: its session routes
 as ``api-client.ts`` calls them, ``POST /api/chat`` as ``ChatArea``'s ``useChat`` sends it,
 the AI SDK data stream parsed as that SDK does, the orchestrator object in the vocabulary of
 its workspace panel, and log-in by HttpOnly cookie for a same-origin browser client."""

@@ -1,7 +1,10 @@
-"""The server's runs: asyncio tasks on one cached runner per team, events in an ``EventLog``.
+"""The run manager: the server's runs as asyncio tasks on one cached runner per team, their
+events in an ``EventLog`` for readers.
 
 A live run's life is an explicit state machine (:data:`Phase`, :data:`NEXT`): claimed →
-executing → (stopping →) closing → closed; every transition goes through ``_Live.enter``."""
+executing → (stopping →) closing → closed; every transition goes through ``_Live.enter``. A run's
+task executes with its id bound for the logs (:func:`~teamgraph.server.logging.bind_run`): every
+line logged while it executes — by the runner, a tool, the manager — carries ``run_id``."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from teamgraph.runtime import event_log as rl
 from teamgraph.runtime.runner import Runner
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
+from teamgraph.server.logging import bind_run
 from teamgraph.server.state import AppState
 from teamgraph.status import OPEN, PAUSED, RunStatus
 from teamgraph.storage.direct import Statement
@@ -161,14 +165,16 @@ class RunManager:
         if live is not None and live.task is not None:
             await asyncio.shield(live.task)
 
-    async def resume(self, run_id: str, answer: str | None = None, **reply: Any) -> None:
-        """Continue a paused, cancelled or crashed run (``answer``, ``decisions``, ``default``)."""
+    async def resume(self, run_id: str, answer: str | None = None, **reply: Any) -> RunRow:
+        """Continue a paused, cancelled or crashed run (``answer``, ``decisions``, ``default``);
+        returns its row as it was before (its events from now on come after its ``last_seq``)."""
         row = await self.state.backend.runs.get(run_id)
         log = rl.EventLog(self._writer, row.last_seq)
         live = _Live(run_id, row.session_id or row.thread_id, row.user_id, answer, False, log)
         runner = self.runner(row.team_name)
         stream = runner.resume_stream(run_id, answer=answer, log=live.log, **reply)
         await self._begin(live, stream)
+        return row
 
     async def cancel(self, run_id: str) -> str:
         """Stop a running run (it ends ``cancelled``, resumable) or close a paused one."""
@@ -189,6 +195,10 @@ class RunManager:
         """The user of a run executing in this process (``None``: not live here)."""
         live = self._live.get(run_id)
         return live.user_id if live is not None else None
+
+    def live_in(self, session_id: str) -> str | None:
+        """The run of the session executing in this process, if any."""
+        return next((r.run_id for r in self._live.values() if r.session_id == session_id), None)
 
     def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
         """Stored events with ``seq > after_seq``, then live ones until this execution ends."""
@@ -226,7 +236,8 @@ class RunManager:
             self._live.pop(live.run_id)
             raise
         live.enter("executing")
-        live.task = asyncio.create_task(self._run(live, events))
+        with bind_run(live.run_id):  # the task keeps the run id in its context
+            live.task = asyncio.create_task(self._run(live, events))
         await asyncio.shield(live.ready)
 
     async def _check_latest(self, live: _Live) -> None:
