@@ -26,6 +26,9 @@ FAST_RETRY = {"max_attempts": 3, "initial_delay_s": 0, "max_delay_s": 0, "jitter
 # How long a test waits for a condition before it fails: only there so that a broken test fails
 # instead of hanging, never a measure of speed (a loaded machine may take many times longer).
 CEILING_S = 60.0
+# The same for a step that starts a process (a CLI run, a server, a worker): on a machine with
+# both cores busy, importing teamgraph's dependencies alone took 26 s.
+PROCESS_CEILING_S = 300.0
 
 # --- teams and plans ---------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ from teamgraph.events import (
     event_from_json,
 )
 
+from .helpers import PROCESS_CEILING_S
+
 REPO = Path(__file__).resolve().parents[1]
 RESEARCH_TEAM = REPO / "examples" / "teams" / "research.yaml"
 KNOWLEDGE = REPO / "examples" / "knowledge"
@@ -420,7 +422,7 @@ def teamgraph(
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_CEILING_S,
         env={**os.environ, "COLUMNS": "100", **(env or {})},
     )
 
@@ -530,7 +532,7 @@ def test_ctrl_c_cancels_and_says_the_resume_command(tmp_path: Path) -> None:
         while '"step_started"' not in first:
             first = process.stdout.readline()
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=PROCESS_CEILING_S)
     assert process.returncode == 130, err
     short = event_from_json(first).run_id[:12]
     assert f"run {short} cancelled (Ctrl-C); continue it with: teamgraph resume {short}" in err

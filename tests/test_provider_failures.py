@@ -25,6 +25,7 @@ from teamgraph.llm.pricing import PriceTable
 from teamgraph.plan import Plan, Step
 
 from .fake_providers import Fail, FakeProvider, Hang, Reset
+from .helpers import PROCESS_CEILING_S
 from .test_providers import KEY, MODELS, REPO, example, fake, on_wire, run
 
 __all__ = ["fake"]  # the fixture, shared with the conformance tests
@@ -170,7 +171,7 @@ def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProc
         text=True,
         env=env,
         cwd=cwd,
-        timeout=120,
+        timeout=PROCESS_CEILING_S,
     )
 
 

@@ -27,7 +27,9 @@ import pytest
 
 from teamgraph.config import EXAMPLE_TEAMS
 
-pytestmark = pytest.mark.timeout(300)  # processes start in seconds each, more on a busy machine
+from .helpers import PROCESS_CEILING_S
+
+pytestmark = pytest.mark.timeout(900)  # four processes start at once: slow on a busy machine
 PASSWORD = "Sup3r-secret!"
 LEASE_S = 2.0  # short leases and heartbeats: a dead worker's run moves within seconds
 SLOW = """\
@@ -89,7 +91,7 @@ class Cluster:
         self.health[process.pid] = port
         return process
 
-    def wait_ready(self, timeout: float = 90) -> None:
+    def wait_ready(self, timeout: float = PROCESS_CEILING_S) -> None:
         urls = [f"{api}/health" for api in self.apis]
         urls += [f"http://127.0.0.1:{port}/ready" for port in self.health.values()]
         until = time.monotonic() + timeout

@@ -22,6 +22,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.helpers import PROCESS_CEILING_S
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CHROMIUM = os.environ.get("TEAMGRAPH_CHROMIUM", "/usr/bin/chromium")
@@ -100,7 +102,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + PROCESS_CEILING_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the server exited:\n{log.read_text()[-3000:]}")
