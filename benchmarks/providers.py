@@ -9,7 +9,11 @@ real ``openai`` client, a streamed reply paced like a real model's):
 * **limiter** — an 80-step plan fanned out 20 at a time against ``requests_per_minute: 600``
   (10/s, a burst of 10): the rate the provider sees beyond the burst, against the configured
   one, the worst window's excess over the rate (the bucket's bound is its burst), and the same
-  fan-out with no limit (the baseline: what the limiter holds back).
+  fan-out with no limit (the baseline: what the limiter holds back);
+* **token limiter** — after a reply that reported 10,000 tokens against ``tokens_per_minute:
+  60000`` (a 10 s bucket), how long a ~500-token call waits: the bucket must leak 501 tokens at
+  1,000 a second, so the wait should be ≈ 0.5 s, not the bucket's 10 s (the suite's test checks
+  only that it waits; how long is measured here).
 
 Run ``python benchmarks/providers.py`` (about 30 s) or ``--quick``.
 """
@@ -27,6 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages.ai import UsageMetadata
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the fake provider lives with the tests
@@ -34,7 +40,8 @@ sys.path.insert(0, str(REPO))  # the fake provider lives with the tests
 from tests.fake_providers import FakeProvider, Say  # noqa: E402
 
 from server import Api, Server, percentile, server_settings  # noqa: E402
-from teamgraph.config import Settings  # noqa: E402
+from teamgraph.config import ProviderSettings, Settings  # noqa: E402
+from teamgraph.llm.limits import Gate  # noqa: E402
 from teamgraph.plan import Plan, Step  # noqa: E402
 from teamgraph.runtime.team import Team  # noqa: E402
 
@@ -141,6 +148,20 @@ async def fan_out(fake: FakeProvider, steps: int, **limits: int) -> list[float]:
     return sorted(s.at for s in fake.served[before:])
 
 
+async def token_wait() -> float:
+    """Seconds a ~500-token call waits after a reply that reported 10,000 tokens."""
+    gate = Gate(ProviderSettings(tokens_per_minute=60_000))
+
+    async def big() -> AIMessage:
+        usage = UsageMetadata(input_tokens=9_000, output_tokens=1_000, total_tokens=10_000)
+        return AIMessage("long answer", usage_metadata=usage)
+
+    await gate.through(big, [HumanMessage("hi")])
+    start = time.monotonic()
+    await gate.through(big, [HumanMessage("x" * 2_000)])
+    return time.monotonic() - start
+
+
 def sustained_rate(arrivals: Sequence[float], burst: int) -> float:
     """Requests per second beyond the ``burst`` the bucket lets through at once: a limiter
     holding ``rate`` keeps ``n - burst <= rate * span`` over the whole run."""
@@ -185,6 +206,11 @@ async def benchmark(args: argparse.Namespace) -> None:
         f"  limited         {rate:7.1f} requests/s beyond the burst of {burst} "
         f"(configured {per_s:.0f}/s: ratio {rate / per_s:.2f}); worst window "
         f"{worst_excess(held, per_s):.1f} requests over the rate (bound: {burst})"
+    )
+    waited = await token_wait()
+    print(
+        f"token limiter, a 500-token call after a 10,000-token reply (60,000 tokens/minute): "
+        f"waited {waited:.2f} s (needed 0.50 s: ratio {waited / 0.501:.2f})"
     )
 
 

@@ -30,6 +30,7 @@ from teamgraph.errors import RunNotFound
 from teamgraph.events import RunCompleted
 from teamgraph.llm.offline import OfflineChatModel
 from teamgraph.testing import current_brief
+from tests.helpers import PROCESS_CEILING_S
 
 REPO = Path(__file__).resolve().parents[1]
 TEAMS = REPO / "examples" / "teams"
@@ -212,10 +213,10 @@ def in_child(
     """Run ``work(case, *args)`` in a child process; its exit code (137: it crashed as armed)."""
     process = context().Process(target=_child, args=(work, case, crash, *args))
     process.start()
-    process.join(timeout=120)
+    process.join(timeout=PROCESS_CEILING_S)
     if process.exitcode is None:
         process.kill()
-        raise AssertionError(f"child still running after 120 s: {case}")
+        raise AssertionError(f"child still running after {PROCESS_CEILING_S:.0f} s: {case}")
     return int(process.exitcode)
 
 

@@ -4,7 +4,6 @@ shared state, failing and sensitive tools."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,19 +15,20 @@ from pydantic import BaseModel
 from teamgraph import Plan, Step
 from teamgraph.agents.base import EMPTY_REPLY_NOTICE
 from teamgraph.agents.react import Action, ParseError, parse_react
-from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
 
-from .helpers import FAST_RETRY, by_type, run_collect
+from .helpers import CEILING_S, by_type, make_team, member, run_collect
 
 calls: list[str] = []
+together: dict[str, asyncio.Barrier] = {}  # the echoes that must be running at the same time
 KNOWLEDGE = str(Path(__file__).resolve().parents[1] / "examples" / "knowledge")
 
 
 @tool
-async def slow_echo(text: str) -> str:
-    """Echo the text back after a pause."""
-    await asyncio.sleep(0.2)
+async def echo(text: str) -> str:
+    """Echo the text back, once every echo asked for at the same time is running."""
+    async with asyncio.timeout(CEILING_S):
+        await together["echoes"].wait()
     calls.append(text)
     return f"echo:{text}"
 
@@ -59,21 +59,10 @@ def remember(key: str, value: str, state: Annotated[dict[str, Any], InjectedTool
     return f"remembered {key}"
 
 
-TOOLS = [slow_echo, add, explode, delete_record, remember]
+TOOLS = [echo, add, explode, delete_record, remember]
 
 
-def _team(settings: Any, model: Any, kind: str = "function", **agent: Any) -> Team:
-    team_fields = agent.pop("team", {})
-    member = {
-        "name": "worker",
-        "description": "does the work",
-        "kind": kind,
-        "tools": ["slow_echo", "add", "explode", "delete_record", "remember"],
-        **agent,
-    }
-    data = {"name": "t", "members": [member], "retry": FAST_RETRY}
-    data.update(team_fields)
-    return Team.from_dict(data, settings=settings, model=model, tools=TOOLS)
+WORKER = member("worker", "does the work", kind="function", tools=[t.name for t in TOOLS])
 
 
 def _one_step(task: str = "do it") -> Plan:
@@ -82,7 +71,9 @@ def _one_step(task: str = "do it") -> Plan:
 
 async def test_function_agent_calls_a_tool_then_answers(settings: Any) -> None:
     model = ScriptedChatModel(responses=[ToolCall("add", {"a": 2, "b": 3}), "The sum is 5."])
-    result, events = await run_collect(_team(settings, model), "x", plan=_one_step())
+    result, events = await run_collect(
+        make_team(settings, WORKER, model=model, tools=TOOLS), "x", plan=_one_step()
+    )
     assert result.step("s").output == "The sum is 5."
     tool_message = model.calls[1][-1]
     assert isinstance(tool_message, ToolMessage) and tool_message.content == "5"
@@ -93,16 +84,13 @@ async def test_parallel_tool_calls_run_concurrently_and_return_in_call_order(
     settings: Any,
 ) -> None:
     calls.clear()
+    together["echoes"] = asyncio.Barrier(3)  # run one after another, the first would never end
     many = AIMessage(
         content="",
-        tool_calls=[
-            {"name": "slow_echo", "args": {"text": t}, "id": f"c{t}"} for t in ("a", "b", "c")
-        ],
+        tool_calls=[{"name": "echo", "args": {"text": t}, "id": f"c{t}"} for t in ("a", "b", "c")],
     )
     model = ScriptedChatModel(responses=[many, "done"])
-    started = time.perf_counter()
-    await run_collect(_team(settings, model), "x", plan=_one_step())
-    assert time.perf_counter() - started < 0.5  # three 0.2 s calls, not 0.6 s
+    await run_collect(make_team(settings, WORKER, model=model, tools=TOOLS), "x", plan=_one_step())
     results = [m for m in model.calls[1] if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in results] == ["ca", "cb", "cc"]
     assert [m.content for m in results] == ["echo:a", "echo:b", "echo:c"]
@@ -114,7 +102,7 @@ async def test_max_iterations_error_names_the_agent_and_limit(settings: Any) -> 
             content="", tool_calls=[{"name": "add", "args": {"a": 1, "b": 1}, "id": f"c{len(m)}"}]
         )
     )
-    team = _team(settings, model, max_iterations=3)
+    team = make_team(settings, WORKER | {"max_iterations": 3}, model=model, tools=TOOLS)
     result, _ = await run_collect(team, "x", plan=_one_step())
     assert result.step("s").status == "failed"
     assert "agent 'worker' reached max_iterations=3" in result.step("s").error
@@ -131,18 +119,23 @@ async def test_max_iterations_generate_answers_without_tools(settings: Any) -> N
             tool_calls=[{"name": "add", "args": {"a": 1, "b": 1}, "id": f"c{len(messages)}"}],
         )
 
-    team = _team(settings, FunctionChatModel(fn=fn), max_iterations=2, on_max_iterations="generate")
+    worker = WORKER | {"max_iterations": 2, "on_max_iterations": "generate"}
+    team = make_team(settings, worker, model=FunctionChatModel(fn=fn), tools=TOOLS)
     result, _ = await run_collect(team, "x", plan=_one_step())
     assert result.step("s").output == "Best effort: 2"
 
 
 async def test_an_empty_reply_is_fed_back_once(settings: Any) -> None:
     model = ScriptedChatModel(responses=["", "Now an answer."])
-    result, _ = await run_collect(_team(settings, model), "x", plan=_one_step())
+    result, _ = await run_collect(
+        make_team(settings, WORKER, model=model, tools=TOOLS), "x", plan=_one_step()
+    )
     assert result.step("s").output == "Now an answer."
     assert model.calls[1][-1].content == EMPTY_REPLY_NOTICE
     twice = ScriptedChatModel(responses=["", ""])
-    result, _ = await run_collect(_team(settings, twice), "x", plan=_one_step(), run_id="r2")
+    result, _ = await run_collect(
+        make_team(settings, WORKER, model=twice, tools=TOOLS), "x", plan=_one_step(), run_id="r2"
+    )
     assert "empty reply twice" in result.step("s").error
 
 
@@ -159,10 +152,12 @@ async def test_unknown_and_raising_tools_become_error_results(settings: Any) -> 
             "I could not do it.",
         ]
     )
-    result, _ = await run_collect(_team(settings, model), "x", plan=_one_step())
+    result, _ = await run_collect(
+        make_team(settings, WORKER, model=model, tools=TOOLS), "x", plan=_one_step()
+    )
     unknown, raised = [m for m in model.calls[1] if isinstance(m, ToolMessage)]
     assert unknown.status == "error" and unknown.content.startswith("Tool teleport not found.")
-    assert "Available: add, delete_record, explode, remember, slow_echo" in unknown.content
+    assert "Available: add, delete_record, echo, explode, remember" in unknown.content
     assert raised.status == "error" and "boom because test" in raised.content
     assert result.step("s").status == "done"
 
@@ -188,7 +183,11 @@ async def test_react_agent_recovers_from_a_parse_error(settings: Any) -> None:
             "Thought: I know the answer.\nFinal Answer: 42",
         ]
     )
-    result, _ = await run_collect(_team(settings, model, kind="react"), "x", plan=_one_step())
+    result, _ = await run_collect(
+        make_team(settings, WORKER | {"kind": "react"}, model=model, tools=TOOLS),
+        "x",
+        plan=_one_step(),
+    )
     assert result.step("s").output == "42"
     assert str(model.calls[1][-1].content).startswith("Error while parsing the output:")
     assert model.calls[2][-1].content == "Observation: 42"
@@ -207,7 +206,7 @@ async def test_structured_output_retries_once_then_validates(settings: Any) -> N
             {"approved": True, "score": 9},
         ]
     )
-    team = _team(settings, model, output_schema=Verdict)
+    team = make_team(settings, WORKER | {"output_schema": Verdict}, model=model, tools=TOOLS)
     result, _ = await run_collect(team, "x", plan=_one_step())
     assert result.step("s").output == '{"approved": true, "score": 9}'
     retry = str(model.calls[2][-1].content)
@@ -222,7 +221,9 @@ async def test_structured_output_json_schema_fails_clearly_after_one_retry(setti
     }
     model = ScriptedChatModel(responses=["Done.", {"score": 11}, {"score": 12}])
     result, _ = await run_collect(
-        _team(settings, model, output_schema=schema), "x", plan=_one_step()
+        make_team(settings, WORKER | {"output_schema": schema}, model=model, tools=TOOLS),
+        "x",
+        plan=_one_step(),
     )
     error = result.step("s").error
     assert "invalid structured output twice" in error and "score" in error
@@ -238,10 +239,13 @@ async def test_state_prompt_applied_once_and_tool_updates_persist(settings: Any)
             return ToolCall("remember", {"key": "city", "value": "Lyon"})
         return "noted"
 
-    team = _team(
+    team = make_team(
         settings,
-        FunctionChatModel(fn=fn),
-        team={"initial_state": {"city": None}, "state_prompt": "STATE={state}\nTASK={msg}"},
+        WORKER,
+        initial_state={"city": None},
+        state_prompt="STATE={state}\nTASK={msg}",
+        model=FunctionChatModel(fn=fn),
+        tools=TOOLS,
     )
     plan = Plan(
         steps=[
@@ -268,14 +272,7 @@ async def test_state_prompt_applied_once_and_tool_updates_persist(settings: Any)
 
 
 async def test_offline_react_agent_searches_the_knowledge_base(settings: Any) -> None:
-    team = Team.from_dict(
-        {
-            "name": "t",
-            "knowledge": [KNOWLEDGE],
-            "members": [{"name": "researcher", "kind": "react"}],
-        },
-        settings=settings,
-    )
+    team = make_team(settings, {"name": "researcher", "kind": "react"}, knowledge=[KNOWLEDGE])
     plan = Plan(steps=[Step(id="s", worker="researcher", task="Research MongoDB security")])
     result, events = await run_collect(team, "x", plan=plan)
     assert [e.tool for e in by_type(events, "tool_called")] == ["search_docs"]
@@ -287,7 +284,9 @@ async def test_codeact_agent_runs_code_with_tools_in_the_sandbox(settings: Any) 
     code = "```python\nx = add(a=20, b=22)\nprint('sum is', x)\nx * 2\n```"
     model = ScriptedChatModel(responses=[code, "The sum is 42."])
     result, events = await run_collect(
-        _team(settings, model, kind="codeact"), "x", plan=_one_step("add 20 and 22")
+        make_team(settings, WORKER | {"kind": "codeact"}, model=model, tools=TOOLS),
+        "x",
+        plan=_one_step("add 20 and 22"),
     )
     assert result.step("s").output == "The sum is 42."
     feedback = str(model.calls[1][-1].content)
@@ -299,15 +298,16 @@ async def test_codeact_agent_runs_code_with_tools_in_the_sandbox(settings: Any) 
 
 async def test_codeact_errors_go_back_to_the_model(settings: Any) -> None:
     model = ScriptedChatModel(responses=["```python\n1/0\n```", "Cannot divide by zero."])
-    await run_collect(_team(settings, model, kind="codeact"), "x", plan=_one_step())
+    await run_collect(
+        make_team(settings, WORKER | {"kind": "codeact"}, model=model, tools=TOOLS),
+        "x",
+        plan=_one_step(),
+    )
     assert "ZeroDivisionError" in str(model.calls[1][-1].content)
 
 
 async def test_offline_codeact_computes_arithmetic(settings: Any) -> None:
-    team = Team.from_dict(
-        {"name": "t", "members": [{"name": "calc", "description": "computes", "kind": "codeact"}]},
-        settings=settings,
-    )
+    team = make_team(settings, member("calc", "computes", kind="codeact"))
     plan = Plan(steps=[Step(id="s", worker="calc", task="What is 12 * (3 + 4)?")])
     result, _ = await run_collect(team, "x", plan=plan)
     assert "84" in result.step("s").output

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from .counting_tools import PAYMENTS_REQUEST, PAYMENTS_TEAM
+from .helpers import PROCESS_CEILING_S
 
 REPO = Path(__file__).resolve().parents[1]
 TEAM, REQUEST = PAYMENTS_TEAM, PAYMENTS_REQUEST
@@ -34,7 +35,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_CEILING_S,
     )
 
 
@@ -71,13 +72,13 @@ def test_no_double_execution_across_a_sigkill(setup: tuple[Path, str, dict[str, 
         text=True,
     )
     assert proc.stdout is not None
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + PROCESS_CEILING_S
     for line in proc.stdout:  # kill the moment the tool has returned
         if '"tool_returned"' in line and "charge_card" in line:
             proc.send_signal(signal.SIGKILL)
             break
         assert time.monotonic() < deadline
-    proc.wait(timeout=30)
+    proc.wait(timeout=PROCESS_CEILING_S)
     assert proc.returncode == -signal.SIGKILL
     charged = counter.read_text().splitlines()
     assert len(charged) == 1 and "42" in charged[0]  # the tool ran once before the kill

@@ -9,10 +9,9 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.tools import tool
 
 from teamgraph import Plan, Step, UsageError
-from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel
 
-from .helpers import FAST_RETRY, by_type, task_of
+from .helpers import by_type, make_team, member, task_of
 
 executed: list[str] = []
 
@@ -43,16 +42,11 @@ def _model() -> FunctionChatModel:
     return FunctionChatModel(fn=respond)
 
 
-def _team(settings: Any) -> Team:
-    spec = {
-        "name": "t",
-        "retry": FAST_RETRY,
-        "members": [{"name": "clerk", "description": "keeps records", "tools": ["delete_record"]}],
-    }
-    return Team.from_dict(spec, settings=settings, model=_model(), tools=[delete_record])
+CLERK = member("clerk", "keeps records", tools=["delete_record"])
 
 
-def _plan(*records: str) -> Plan:
+def _deleting(*records: str) -> Plan:
+    """A plan of one step per record, ``s<record>``: the clerk deletes that record."""
     return Plan(
         steps=[Step(id=f"s{r}", worker="clerk", task=f"delete record {r}") for r in records]
     )
@@ -64,8 +58,8 @@ async def _start(runner: Any, plan: Plan, run_id: str = "r") -> list[Any]:
 
 async def test_a_sensitive_call_pauses_and_approval_runs_it_once(settings: Any) -> None:
     executed.clear()
-    async with _team(settings).runner() as runner:
-        events = await _start(runner, _plan("7"))
+    async with make_team(settings, CLERK, model=_model(), tools=[delete_record]).runner() as runner:
+        events = await _start(runner, _deleting("7"))
         asked = by_type(events, "approval_requested")
         assert [(a.tool, a.args) for a in asked] == [("delete_record", {"record_id": "7"})]
         assert (await runner.backend.runs.get("r")).status == "interrupted"
@@ -85,8 +79,8 @@ async def test_a_sensitive_call_pauses_and_approval_runs_it_once(settings: Any) 
 
 async def test_reject_with_a_comment_the_agent_sees(settings: Any) -> None:
     executed.clear()
-    async with _team(settings).runner() as runner:
-        await _start(runner, _plan("8"))
+    async with make_team(settings, CLERK, model=_model(), tools=[delete_record]).runner() as runner:
+        await _start(runner, _deleting("8"))
         await _drain(
             runner.resume_stream(
                 "r", default={"action": "reject", "comment": "keep it, it is audited"}
@@ -101,8 +95,8 @@ async def test_reject_with_a_comment_the_agent_sees(settings: Any) -> None:
 
 async def test_edit_changes_the_arguments(settings: Any) -> None:
     executed.clear()
-    async with _team(settings).runner() as runner:
-        await _start(runner, _plan("9"))
+    async with make_team(settings, CLERK, model=_model(), tools=[delete_record]).runner() as runner:
+        await _start(runner, _deleting("9"))
         edit = {"action": "edit", "args": {"record_id": "9-draft"}}
         events = [e async for e in runner.resume_stream("r", default=edit)]
         result = await runner.result("r")
@@ -116,8 +110,8 @@ async def test_an_edit_the_tool_would_reject_is_refused_and_the_run_still_waits(
     settings: Any,
 ) -> None:
     executed.clear()
-    async with _team(settings).runner() as runner:
-        await _start(runner, _plan("9"))
+    async with make_team(settings, CLERK, model=_model(), tools=[delete_record]).runner() as runner:
+        await _start(runner, _deleting("9"))
         wrong = {"action": "edit", "args": {"record": 9}}  # no record_id
         with pytest.raises(UsageError) as refused:
             [e async for e in runner.resume_stream("r", default=wrong)]
@@ -133,8 +127,8 @@ async def test_an_edit_the_tool_would_reject_is_refused_and_the_run_still_waits(
 
 async def test_parallel_approvals_resume_to_the_right_calls(settings: Any) -> None:
     executed.clear()
-    async with _team(settings).runner() as runner:
-        events = await _start(runner, _plan("1", "2", "3"))
+    async with make_team(settings, CLERK, model=_model(), tools=[delete_record]).runner() as runner:
+        events = await _start(runner, _deleting("1", "2", "3"))
         requests = {
             e.args["record_id"]: e.request_id for e in by_type(events, "approval_requested")
         }
@@ -153,8 +147,8 @@ async def test_parallel_approvals_resume_to_the_right_calls(settings: Any) -> No
 
 
 async def test_resume_without_a_decision_says_what_it_waits_for(settings: Any) -> None:
-    async with _team(settings).runner() as runner:
-        await _start(runner, _plan("5"))
+    async with make_team(settings, CLERK, model=_model(), tools=[delete_record]).runner() as runner:
+        await _start(runner, _deleting("5"))
         with pytest.raises(UsageError, match=r"waits for a decision on delete_record"):
             await _drain(runner.resume_stream("r"))
 

@@ -10,12 +10,7 @@ from teamgraph import UsageError
 from teamgraph.llm._moderation import is_vague
 from teamgraph.runtime.team import Team
 
-from .helpers import EXAMPLES, by_type
-
-
-def _team(settings: Any) -> Team:
-    spec = {"name": "desk", "clarify": True, "members": ["researcher", "writer"]}
-    return Team.from_dict(spec, settings=settings)
+from .helpers import EXAMPLES, by_type, desk_team
 
 
 def test_offline_vagueness_rule() -> None:
@@ -24,7 +19,7 @@ def test_offline_vagueness_rule() -> None:
 
 
 async def test_a_vague_request_pauses_and_resumes_with_the_answer(settings: Any) -> None:
-    async with _team(settings).runner() as runner:
+    async with desk_team(settings).runner() as runner:
         events = [e async for e in runner.stream("help me", run_id="c1")]
         question = by_type(events, "clarification_requested")
         assert question and "say more" in question[0].question
@@ -45,7 +40,7 @@ async def test_a_vague_request_pauses_and_resumes_with_the_answer(settings: Any)
 
 
 async def test_a_clear_request_goes_straight_to_planning(settings: Any) -> None:
-    result = await _team(settings).run("Compare PostgreSQL and MongoDB on security and cost")
+    result = await desk_team(settings).run("Compare PostgreSQL and MongoDB on security and cost")
     assert result.status == "completed" and result.planner_tier == "rules"
 
 

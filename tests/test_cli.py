@@ -29,6 +29,9 @@ from teamgraph.events import (
     event_from_json,
 )
 
+from .held_tools import HELD_REQUEST, HELD_TEAM
+from .helpers import PROCESS_CEILING_S
+
 REPO = Path(__file__).resolve().parents[1]
 RESEARCH_TEAM = REPO / "examples" / "teams" / "research.yaml"
 KNOWLEDGE = REPO / "examples" / "knowledge"
@@ -420,7 +423,7 @@ def teamgraph(
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_CEILING_S,
         env={**os.environ, "COLUMNS": "100", **(env or {})},
     )
 
@@ -511,30 +514,30 @@ def test_the_approval_prompt_takes_words_and_ctrl_d_says_how_to_resume(db: str) 
 
 
 def test_ctrl_c_cancels_and_says_the_resume_command(tmp_path: Path) -> None:
-    team = write_team(
-        tmp_path,
-        "name: slow\npattern: workflow\nmodel: offline\nmodel_kwargs: {latency: 0.3}\n"
-        "members: [researcher, writer]\n",
-    )
+    # the run's one step holds until the test releases it: Ctrl-C lands mid-step for certain
+    team = write_team(tmp_path, HELD_TEAM)
+    released = tmp_path / "released"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TG_RELEASE_FILE": str(released)}
     db = f"sqlite:///{tmp_path}/c.db"
     args = [sys.executable, "-m", "teamgraph", "run", "-t", str(team), "--events", "jsonl"]
     with subprocess.Popen(
-        [*args, "--db", db, REQUEST],
+        [*args, "--db", db, HELD_REQUEST],
         cwd=tmp_path,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     ) as process:
         assert process.stdout is not None
-        first = process.stdout.readline()
-        while '"step_started"' not in first:
-            first = process.stdout.readline()
+        held = next((line for line in process.stdout if '"tool_called"' in line), "")
+        assert held, "the run ended before its step was held"
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=PROCESS_CEILING_S)
     assert process.returncode == 130, err
-    short = event_from_json(first).run_id[:12]
+    short = event_from_json(held).run_id[:12]
     assert f"run {short} cancelled (Ctrl-C); continue it with: teamgraph resume {short}" in err
-    resumed = teamgraph(tmp_path, "resume", short, "--events", "jsonl", "--db", db)
+    released.touch()
+    resumed = teamgraph(tmp_path, "resume", short, "--events", "jsonl", "--db", db, env=env)
     assert resumed.returncode == 0, resumed.stderr
 
 

@@ -18,16 +18,16 @@ from teamgraph.patterns.collaborative import ReviewVerdict
 from teamgraph.runtime.team import Team
 from teamgraph.testing import ScriptedChatModel, ToolCall
 
-from .helpers import by_type
+from .helpers import by_type, make_team, member
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "teams"
 ROLES = ["planner", "researcher", "writer", "reviewer"]
+CREW = {"name": "crew", "pattern": "collaborative"}
 
 
-def _team(settings: Settings, models: dict[str, Any], **spec: Any) -> Team:
-    members = [{"name": r, "description": f"the {r}"} for r in ROLES]
-    data = {"name": "crew", "pattern": "collaborative", "members": members, **spec}
-    return Team.from_dict(data, settings=settings, models=models)
+def _crew(**researcher: Any) -> list[dict[str, Any]]:
+    """A member per role, each named for it; ``researcher``: more fields of the researcher."""
+    return [member(r, **(researcher if r == "researcher" else {})) for r in ROLES]
 
 
 def _reviewer(*verdicts: dict[str, Any]) -> ScriptedChatModel:
@@ -57,7 +57,9 @@ async def test_approval_on_the_second_iteration(settings: Settings) -> None:
         {"approved": False, "feedback": "add numbers"}, {"approved": True, "feedback": ""}
     )
     models = {"planner": planner, "researcher": researcher, "writer": writer, "reviewer": reviewer}
-    result, events, state = await _run(_team(settings, models), "explain MVCC")
+    result, events, state = await _run(
+        make_team(settings, *_crew(), **CREW, models=models), "explain MVCC"
+    )
     assert (result.status, result.output, result.error) == (
         "completed",
         "draft v2 with numbers",
@@ -103,7 +105,7 @@ async def test_stop_at_max_iterations_with_the_last_draft(settings: Settings) ->
             {"approved": False, "feedback": "still too short"},
         ),
     }
-    team = _team(settings, models, collaborative={"max_iterations": 2})
+    team = make_team(settings, *_crew(), **CREW, collaborative={"max_iterations": 2}, models=models)
     result, events, state = await _run(team, "explain MVCC")
     assert result.status == "completed"
     assert result.output == "draft 2"
@@ -145,8 +147,6 @@ def note(value: str, state: Annotated[dict[str, Any], InjectedToolArg]) -> str:
 
 
 async def test_roles_share_the_teams_state(settings: Settings) -> None:
-    members = [{"name": r, "description": f"the {r}"} for r in ROLES]
-    members[1]["tools"] = ["note"]
     writer = ScriptedChatModel(responses=["draft"])
     models = {
         "planner": ScriptedChatModel(responses=["plan"]),
@@ -154,13 +154,14 @@ async def test_roles_share_the_teams_state(settings: Settings) -> None:
         "writer": writer,
         "reviewer": _reviewer({"approved": True}),
     }
-    spec = {
-        "name": "crew",
-        "pattern": "collaborative",
-        "members": members,
-        "initial_state": {"finding": None},
-    }
-    team = Team.from_dict(spec, settings=settings, models=models, tools=[note])
+    team = make_team(
+        settings,
+        *_crew(tools=["note"]),
+        **CREW,
+        initial_state={"finding": None},
+        models=models,
+        tools=[note],
+    )
     result, _, state = await _run(team, "find the answer")
     assert result.status == "completed"
     assert state["shared_state"] == {"finding": "42"}
@@ -179,8 +180,6 @@ deleted: list[str] = []
 
 async def test_a_sensitive_call_pauses_a_role_and_resumes_once(settings: Settings) -> None:
     deleted.clear()
-    members = [{"name": r, "description": f"the {r}"} for r in ROLES]
-    members[1]["tools"] = ["delete_record"]
     models = {
         "planner": ScriptedChatModel(responses=["plan"]),
         "researcher": ScriptedChatModel(
@@ -189,8 +188,8 @@ async def test_a_sensitive_call_pauses_a_role_and_resumes_once(settings: Setting
         "writer": ScriptedChatModel(responses=["draft"]),
         "reviewer": _reviewer({"approved": True}),
     }
-    spec = {"name": "crew", "pattern": "collaborative", "members": members}
-    team = Team.from_dict(spec, settings=settings, models=models, tools=[delete_record])
+    crew = _crew(tools=["delete_record"])
+    team = make_team(settings, *crew, **CREW, models=models, tools=[delete_record])
     async with team.runner() as runner:
         events = [e async for e in runner.stream("clean up", run_id="r1")]
         assert [a.tool for a in by_type(events, "approval_requested")] == ["delete_record"]

@@ -37,11 +37,13 @@ from teamgraph.events import (
     event_from_json,
 )
 
+from .helpers import PROCESS_CEILING_S
+
 REPO = Path(__file__).resolve().parents[1]
 REQUEST = "Compare PostgreSQL and MongoDB on performance, security and cost"
 PLAN_STEPS = ["research_performance", "research_security", "research_cost", "summary"]
 KILL_AFTER_COMPLETED = 2
-PHASE_TIMEOUT_S = 25.0
+PHASE_TIMEOUT_S = PROCESS_CEILING_S
 SCRUBBED_ENV = (
     "DATABASE_URL",
     "TEAMGRAPH_DATABASE_URL",

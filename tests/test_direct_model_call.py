@@ -21,10 +21,9 @@ from teamgraph import Plan, Step
 from teamgraph.llm import direct as direct_module
 from teamgraph.llm.direct import direct_call, direct_stream, streams
 from teamgraph.llm.offline import OfflineChatModel
-from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
 
-from .helpers import by_type, run_collect, team_dict
+from .helpers import by_type, run_collect, workflow_team
 
 MESSAGES: list[BaseMessage] = [HumanMessage("hello")]
 
@@ -125,7 +124,7 @@ def test_langsmith_tracing_takes_the_ordinary_path() -> None:
 async def test_a_run_with_a_model_callback_reports_every_call(settings: Any) -> None:
     recorder = Recorder()
     model = FunctionChatModel(fn=lambda _: "ok", callbacks=[recorder])
-    team = Team.from_dict(team_dict(), settings=settings, model=model)
+    team = workflow_team(settings, model)
     plan = Plan(name="p", steps=[Step(id=i, worker="researcher", task=f"task {i}") for i in "ab"])
     result, events = await run_collect(team, "x", plan=plan)
     assert result.status == "completed" and recorder.starts == 2
@@ -220,7 +219,7 @@ async def test_a_run_streams_the_same_tokens_with_or_without_a_callback(
     for callbacks, direct in (([], 2), ([recorder], 0)):  # the light path only when unobserved
         direct_calls.clear()
         model = Chunky(fn=lambda _: "a streamed answer", callbacks=callbacks)
-        team = Team.from_dict(team_dict(), settings=settings, model=model)
+        team = workflow_team(settings, model)
         run_id = f"run-{len(texts)}"
         result, events = await run_collect(team, "x", plan=plan, run_id=run_id)
         assert result.status == "completed" and result.usage.total_tokens == 30

@@ -5,11 +5,10 @@ from typing import Any
 
 from teamgraph import Plan, Step
 from teamgraph.durable import StepRecord
-from teamgraph.runtime.team import Team
 from teamgraph.storage.run_records import SqliteRecords
 from teamgraph.testing import FunctionChatModel
 
-from .helpers import task_of, team_dict, waits_for_the_lock_without_blocking
+from .helpers import task_of, waits_for_the_lock_without_blocking, workflow_team
 
 
 def _record(step_id: str, task: str = "t", output: str = "out") -> StepRecord:
@@ -45,7 +44,7 @@ async def test_a_changed_step_is_not_taken_from_the_ledger(settings: Any) -> Non
         calls.append(task_of(messages))
         return f"answer to {task_of(messages)}"
 
-    team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=fn))
+    team = workflow_team(settings, FunctionChatModel(fn=fn))
     async with team.runner() as runner:
         await runner.ledger.save("r", _record("a", task="an older task", output="stale"))
         plan = Plan(steps=[Step(id="a", worker="researcher", task="the current task")])

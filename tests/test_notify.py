@@ -14,6 +14,8 @@ from teamgraph.events import AgentMessage
 from teamgraph.runtime.backend import Backend, open_backend
 from teamgraph.storage.notify import CONTROL, EVENTS, WAKE, Notifications
 
+from .helpers import CEILING_S
+
 
 @pytest.fixture
 async def pg(pg_url: str, tmp_path: Path) -> AsyncIterator[tuple[Backend, Notifications]]:
@@ -35,10 +37,10 @@ async def test_stored_events_notify_their_runs_listeners(pg: tuple[Backend, Noti
     backend, notes = pg
     with notes.subscribe(EVENTS, "r1") as mine, notes.subscribe(EVENTS, "r2") as other:
         await backend.runs.append([message("r1", 1), message("r1", 2), message("r3", 1)])
-        assert await asyncio.wait_for(mine.get(), 5) == "r1:2"  # the batch's last seq
+        assert await asyncio.wait_for(mine.get(), CEILING_S) == "r1:2"  # the batch's last seq
         stored = [e.seq async for e in backend.runs.events("r1")]
         assert stored == [1, 2]  # committed before the notification arrived
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # a stray notification would have had its chance
         assert other.empty()
 
 
@@ -57,7 +59,7 @@ async def test_a_cancel_request_reaches_the_worker(pg: tuple[Backend, Notificati
     )
     with notes.subscribe(CONTROL, "r") as control:
         await backend.runs.request_cancel("r")
-        assert await asyncio.wait_for(control.get(), 5) == "cancel:r"
+        assert await asyncio.wait_for(control.get(), CEILING_S) == "cancel:r"
     assert (await backend.runs.get("r")).cancel_requested
 
 
@@ -69,9 +71,11 @@ async def test_a_lost_connection_wakes_every_listener(
     _, notes = pg
     with notes.subscribe(EVENTS, "r") as queue:
         with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(
+            stopped = admin.execute(  # this test's database only: others run beside it
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"
-            )
-        assert await asyncio.wait_for(queue.get(), 10) == WAKE
+                "WHERE datname = current_database() AND query LIKE 'LISTEN%' "
+                "AND pid <> pg_backend_pid()"
+            ).fetchall()
+        assert stopped and all(done for (done,) in stopped)  # this database's listeners
+        assert await asyncio.wait_for(queue.get(), CEILING_S) == WAKE
     assert notes.reconnects >= 1

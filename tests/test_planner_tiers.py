@@ -4,21 +4,16 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel
 
-from .helpers import by_type, is_planner, plan_json, run_collect, team_dict
-
-
-def _team(settings: Any, fn: Any) -> tuple[Team, FunctionChatModel]:
-    model = FunctionChatModel(fn=fn)
-    return Team.from_dict(team_dict(), settings=settings, model=model), model
+from .helpers import by_type, is_planner, plan_json, run_collect, workflow_team
 
 
 async def test_explicit_template_appends_the_request_and_skips_the_model_planner(
     settings: Any,
 ) -> None:
-    team, model = _team(settings, lambda m: "done")
+    model = FunctionChatModel(fn=lambda m: "done")
+    team = workflow_team(settings, model)
     result, _ = await run_collect(team, "Quantum batteries", template="research_report")
     assert result.planner_tier == "template"
     assert [s.id for s in result.steps] == ["research", "analysis", "report"]
@@ -35,7 +30,7 @@ async def test_unknown_template_falls_through_to_the_model_plan(settings: Any) -
             else "written"
         )
 
-    team, _ = _team(settings, fn)
+    team = workflow_team(settings, FunctionChatModel(fn=fn))
     result, events = await run_collect(team, "Write a haiku", template="no_such_template")
     assert result.planner_tier == "llm"  # fenced JSON accepted
     assert [s.id for s in result.steps] == ["only"]
@@ -52,7 +47,7 @@ async def test_one_repair_round_sends_the_validation_errors_back(settings: Any) 
             return next(replies)
         return "ok"
 
-    team, _ = _team(settings, fn)
+    team = workflow_team(settings, FunctionChatModel(fn=fn))
     result, _ = await run_collect(team, "Write a poem about rain")
     assert result.planner_tier == "llm"
     assert len(planner_calls) == 2
@@ -64,7 +59,7 @@ async def test_still_invalid_plan_falls_back_to_rules(settings: Any) -> None:
     def fn(messages: list[BaseMessage]) -> str:
         return plan_json(("a", "b", ["a"])) if is_planner(messages) else "ok"
 
-    team, _ = _team(settings, fn)
+    team = workflow_team(settings, FunctionChatModel(fn=fn))
     result, _ = await run_collect(team, "Compare Rust and Go on speed and safety")
     assert result.planner_tier == "rules"
     ids = [s.id for s in result.steps]
@@ -78,14 +73,15 @@ async def test_low_confidence_plan_falls_back_to_rules(settings: Any) -> None:
             return plan_json(("a", "writer", []), confidence=0.2)
         return "ok"
 
-    team, _ = _team(settings, fn)
+    team = workflow_team(settings, FunctionChatModel(fn=fn))
     result, _ = await run_collect(team, "First gather the sales data, then analyze the trend")
     assert result.planner_tier == "rules"
     assert [s.depends_on for s in _steps(result)] == [[], ["step_1"]]
 
 
 async def test_template_match_rules_are_used_by_the_rules_tier(settings: Any) -> None:
-    team, _ = _team(settings, lambda m: "not json at all" if is_planner(m) else "ok")
+    planner = FunctionChatModel(fn=lambda m: "not json at all" if is_planner(m) else "ok")
+    team = workflow_team(settings, planner)
     team.spec.members.append(team.spec.members[0].model_copy(update={"name": "coder"}))
     team.spec.members.append(team.spec.members[0].model_copy(update={"name": "critic"}))
     result, _ = await run_collect(team, "Please review this Python code for bugs")
@@ -94,9 +90,8 @@ async def test_template_match_rules_are_used_by_the_rules_tier(settings: Any) ->
 
 
 async def test_last_resort_is_one_step_on_the_default_worker(settings: Any) -> None:
-    data = team_dict(default_worker="writer")
     model = ScriptedChatModel(responses=[ValueError("planner broke"), "the answer"])
-    team = Team.from_dict(data, settings=settings, model=model)
+    team = workflow_team(settings, model, default_worker="writer")
     result, _ = await run_collect(team, "hello")
     assert result.planner_tier == "fallback"
     assert [(s.id, s.worker, s.task) for s in result.steps] == [("answer", "writer", "hello")]

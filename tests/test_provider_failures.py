@@ -26,6 +26,7 @@ from teamgraph.llm.pricing import PriceTable
 from teamgraph.plan import Plan, Step
 
 from .fake_providers import Fail, FakeProvider, Hang, Reset
+from .helpers import PROCESS_CEILING_S
 from .test_providers import KEY, MODELS, REPO, example, fake, on_wire, run
 
 __all__ = ["fake"]  # the fixture, shared with the conformance tests
@@ -171,7 +172,7 @@ def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProc
         text=True,
         env=env,
         cwd=cwd,
-        timeout=120,
+        timeout=PROCESS_CEILING_S,
     )
 
 
@@ -259,10 +260,12 @@ async def test_tokens_per_minute_charge_what_the_provider_reported() -> None:
         usage = UsageMetadata(input_tokens=9_000, output_tokens=1_000, total_tokens=10_000)
         return AIMessage("long answer", usage_metadata=usage)
 
-    await gate.through(big, [HumanMessage("hi")])
-    started = time.monotonic()
+    started = time.monotonic()  # before the first call: the wait cannot be measured short
+    await gate.through(big, [HumanMessage("hi")])  # 1 token estimated, 10,000 reported
     await gate.through(big, [HumanMessage("x" * 2_000)])  # ~500 tokens: the bucket is spent
-    assert 0.3 <= time.monotonic() - started <= 3.0
+    # it waited for 501 tokens to leak at 1,000 a second (how long, not more: the benchmark
+    # benchmarks/providers.py measures; a loaded machine stretches any upper bound)
+    assert time.monotonic() - started >= 0.45
 
 
 async def test_a_rate_is_shared_by_every_process_on_the_database(pg_url: str) -> None:

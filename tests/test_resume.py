@@ -3,47 +3,48 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from teamgraph import Plan, Step
-from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel
 
-from .helpers import task_of, team_dict
+from .helpers import CEILING_S, Delivered, make_plan, task_of, workflow_team
 
 STEPS = ["s1", "s2", "s3", "s4"]
+PLAN = make_plan(*((s, "researcher", []) for s in STEPS), ("final", "writer", STEPS))
+Wait = Callable[[], Awaitable[Any]]
 
 
-def _plan() -> Plan:
-    steps = [Step(id=s, worker="researcher", task=f"task {s}") for s in STEPS]
-    steps.append(Step(id="final", worker="writer", task="task final", depends_on=STEPS))
-    return Plan(name="p", steps=steps)
+def _model(started: list[str], waits: dict[str, Wait] | None = None) -> FunctionChatModel:
+    """Answers ``output of <step>``, noting the steps it was called for; a step in ``waits``
+    first waits for its condition."""
 
-
-def _model(latency: dict[str, float], started: list[str]) -> FunctionChatModel:
     async def fn(messages: list[BaseMessage]) -> str:
         step = task_of(messages).removeprefix("task ")
         started.append(step)
-        await asyncio.sleep(latency.get(step, 0))
+        if waits and step in waits:
+            await waits[step]()
         return f"output of {step}"
 
     return FunctionChatModel(fn=fn)
 
 
 async def test_resume_after_a_crash_keys_results_by_step_id(settings: Any) -> None:
-    first_calls: list[str] = []
-    first = Team.from_dict(
-        team_dict(),
-        settings=settings,
-        model=_model({"s1": 0.30, "s2": 0.02, "s3": 0.15, "s4": 5}, first_calls),
-    )
+    # s2, s3 and s1 finish in that order (each waits for the one before); s4 never does
+    delivered = Delivered()
+    waits: dict[str, Wait] = {
+        "s3": lambda: delivered.wait_for("step_completed", "s2"),
+        "s1": lambda: delivered.wait_for("step_completed", "s3"),
+        "s4": lambda: asyncio.sleep(CEILING_S),  # cut by the crash
+    }
+    first = workflow_team(settings, _model([], waits))
     completed: list[str] = []
-    before: list[Any] = []
+    before = delivered.events
     async with first.runner() as runner:
-        async for event in runner.stream("x", run_id="crash", plan=_plan()):
-            before.append(event)
+        async for event in runner.stream("x", run_id="crash", plan=PLAN):
+            delivered.add(event)
             if event.type == "step_completed":
                 completed.append(event.step_id)
             if len(completed) == 3:
@@ -51,9 +52,7 @@ async def test_resume_after_a_crash_keys_results_by_step_id(settings: Any) -> No
     assert completed == ["s2", "s3", "s1"]
 
     resumed_calls: list[str] = []
-    second = Team.from_dict(
-        team_dict(), settings=settings, model=_model({"s4": 0.01, "final": 0.0}, resumed_calls)
-    )
+    second = workflow_team(settings, _model(resumed_calls))
     async with second.runner() as runner:
         events = [e async for e in runner.resume_stream("crash")]
         result = await runner.result("crash")
@@ -81,14 +80,14 @@ async def test_finished_runs_cannot_be_resumed(settings: Any) -> None:
 
     from teamgraph import UsageError
 
-    team = Team.from_dict(team_dict(), settings=settings, model=_model({}, []))
-    await team.run("x", run_id="done", plan=_plan())
+    team = workflow_team(settings, _model([]))
+    await team.run("x", run_id="done", plan=PLAN)
     with pytest.raises(UsageError, match="already ended with status 'completed'"):
         await team.resume("done")
 
 
 async def test_a_run_stopped_before_its_first_checkpoint_starts_again(settings: Any) -> None:
-    team = Team.from_dict(team_dict(), settings=settings)  # the offline model plans
+    team = workflow_team(settings)  # the offline model plans
     async with team.runner() as runner:
         stream = runner.stream("Compare Rust and Go on speed and safety", run_id="early")
         assert (await anext(stream)).type == "run_started"

@@ -29,6 +29,8 @@ from teamgraph.sandbox import runner as runner_module
 from teamgraph.sandbox._host import HostSetup
 from teamgraph.tools.python_tool import TOOL_DESCRIPTION, make_python_tool
 
+from .helpers import CEILING_S
+
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = SandboxLimits(
     wall_time_s=5, cpu_time_s=2, memory_mb=256, max_processes=16, max_output_bytes=10_000
@@ -243,10 +245,9 @@ GUARDED_FORK_BOMB = NS_PROBE + (
 
 
 async def test_fork_bomb_is_contained_and_leaves_nothing(sandbox: Sandbox) -> None:
-    start = time.monotonic()
+    # stopped by the process limit, not the wall clock (how soon: benchmarks/sandbox.py)
     guarded = await sandbox.run(GUARDED_FORK_BOMB)
     bomb = await sandbox.run(NS_PROBE + "while True:\n    os.fork()")
-    assert time.monotonic() - start < 4
     for result in (guarded, bomb):
         assert result.limit == "processes", result.to_text()
         assert result.error is not None and result.error.startswith("BlockingIOError")
@@ -276,15 +277,13 @@ async def test_allocating_10_gb_hits_the_memory_limit(sandbox: Sandbox) -> None:
 
 
 async def test_busy_loop_stops_at_the_cpu_limit(isolation: None) -> None:
-    sandbox = Sandbox(SandboxLimits(wall_time_s=10, cpu_time_s=1))  # margins for a busy host
-    start = time.monotonic()
+    # the wall-clock limit is only a ceiling: the CPU limit must stop both loops, however
+    # busy the host (how soon after the limit: benchmarks/sandbox.py)
+    sandbox = Sandbox(SandboxLimits(wall_time_s=CEILING_S, cpu_time_s=1))
     python_loop = await sandbox.run("while True:\n    pass")
-    assert time.monotonic() - start < 1 + 3
     assert python_loop.limit == "cpu_time" and python_loop.error is not None
     assert "CPU time limit of 1 s exceeded" in python_loop.error
-    start = time.monotonic()  # stuck in C, where no Python signal handler runs: hard limit
-    c_loop = await sandbox.run("sum(range(10**15))")
-    assert time.monotonic() - start < 2 + 3
+    c_loop = await sandbox.run("sum(range(10**15))")  # stuck in C, no Python handler: hard limit
     assert c_loop.limit == "cpu_time" and "SIGKILL" in (c_loop.error or "")
 
 
@@ -293,7 +292,7 @@ async def test_sleeping_stops_at_the_wall_clock_and_leaves_nothing(isolation: No
     start = time.monotonic()
     code = NS_PROBE + "import subprocess\nsubprocess.Popen(['sleep', '60'])\nimport time\n"
     result = await sandbox.run(code + "print('waiting', flush=True)\ntime.sleep(60)")
-    assert 1.5 <= time.monotonic() - start < 1.5 + 1.5
+    assert time.monotonic() - start >= 1.5  # not before its limit (how soon after: benchmarks)
     assert result.limit == "wall_time" and "wall-clock time limit of 1.5 s" in str(result.error)
     assert result.stdout.endswith("waiting\n")  # output up to the kill is kept
     assert processes_in(namespace_of(result)) == []
@@ -301,14 +300,19 @@ async def test_sleeping_stops_at_the_wall_clock_and_leaves_nothing(isolation: No
 
 async def test_cancelling_a_run_kills_the_sandbox(sandbox: Sandbox) -> None:
     seen: list[str] = []
+    reported = asyncio.Event()
 
     async def report(namespace: str) -> str:
         seen.append(namespace)
+        reported.set()
         return "ok"
 
     code = "import os, time\nreport(namespace=os.readlink('/proc/self/ns/pid'))\ntime.sleep(60)"
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(sandbox.run(code, {"report": report}), 1.0)
+    running = asyncio.create_task(sandbox.run(code, {"report": report}))
+    await asyncio.wait_for(reported.wait(), CEILING_S)  # the code runs, sleeping in the sandbox
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
     assert len(seen) == 1 and processes_in(seen[0]) == []
 
 

@@ -6,9 +6,7 @@ from teamgraph import Plan, Step
 from teamgraph.events import StepState
 from teamgraph.patterns._scheduler import Schedule, blocked_steps, ready_steps
 
-
-def _plan(*steps: tuple[str, list[str]]) -> Plan:
-    return Plan(name="p", steps=[Step(id=i, worker="w", task=i, depends_on=d) for i, d in steps])
+from .helpers import make_plan
 
 
 def _schedule(plan: Plan, **done: StepState) -> Schedule:
@@ -21,7 +19,8 @@ def _ids(steps: list[Step]) -> list[str]:
 
 
 def test_a_step_becomes_ready_when_its_last_dependency_is_done() -> None:
-    plan = _plan(("c", ["a", "b"]), ("a", []), ("b", []), ("d", ["a"]))  # not topo-ordered
+    # not topologically ordered
+    plan = make_plan(("c", "w", ["a", "b"]), ("a", "w", []), ("b", "w", []), ("d", "w", ["a"]))
     schedule = _schedule(plan)
     assert _ids(schedule.ready()) == ["a", "b"]
     for step_id in ("a", "b"):
@@ -34,13 +33,13 @@ def test_a_step_becomes_ready_when_its_last_dependency_is_done() -> None:
 
 
 def test_ready_respects_the_limit_and_keeps_the_rest() -> None:
-    schedule = _schedule(_plan(("a", []), ("b", []), ("c", [])))
+    schedule = _schedule(make_plan(("a", "w", []), ("b", "w", []), ("c", "w", [])))
     assert _ids(schedule.ready(2)) == ["a", "b"]
     assert _ids(schedule.ready(2)) == ["c"]
 
 
 def test_a_step_handed_back_is_ready_again_once() -> None:
-    schedule = _schedule(_plan(("a", []), ("b", [])))
+    schedule = _schedule(make_plan(("a", "w", []), ("b", "w", [])))
     assert _ids(schedule.ready(1)) == ["a"]
     schedule.set("a", "running")
     schedule.set("a", "pending")  # e.g. the budget refused its model call
@@ -48,7 +47,9 @@ def test_a_step_handed_back_is_ready_again_once() -> None:
 
 
 def test_blocked_steps_cascade_with_the_first_failed_dependency_as_reason() -> None:
-    plan = _plan(("a", []), ("b", []), ("c", ["b", "a"]), ("d", ["c"]), ("e", ["b"]))
+    plan = make_plan(
+        ("a", "w", []), ("b", "w", []), ("c", "w", ["b", "a"]), ("d", "w", ["c"]), ("e", "w", ["b"])
+    )
     schedule = _schedule(plan)
     schedule.set("a", "failed")
     assert schedule.failed and schedule.first_failed() == "a"
@@ -63,14 +64,14 @@ def test_blocked_steps_cascade_with_the_first_failed_dependency_as_reason() -> N
 
 
 def test_a_resumed_schedule_starts_from_the_saved_states() -> None:
-    plan = _plan(("a", []), ("b", ["a"]), ("c", ["x"]), ("x", []))
+    plan = make_plan(("a", "w", []), ("b", "w", ["a"]), ("c", "w", ["x"]), ("x", "w", []))
     schedule = _schedule(plan, a="done", x="failed")
     assert _ids(schedule.ready()) == ["b"]
     assert schedule.blocked() == {"c": "dependency 'x' failed"}
 
 
 def test_the_pure_helpers_agree() -> None:
-    plan = _plan(("a", []), ("b", ["a"]), ("c", ["a"]), ("d", []))
+    plan = make_plan(("a", "w", []), ("b", "w", ["a"]), ("c", "w", ["a"]), ("d", "w", []))
     states: dict[str, StepState] = {"a": "skipped", "b": "pending", "c": "done", "d": "pending"}
     assert _ids(ready_steps(plan, states)) == ["d"]
     assert blocked_steps(plan, states) == {"b": "dependency 'a' was skipped"}

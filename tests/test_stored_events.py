@@ -14,15 +14,9 @@ import pytest
 
 from teamgraph.events import BaseEvent, RunCompleted, TokenDelta, TokenUsage, ToolCalled
 from teamgraph.runtime.event_log import EventLog, EventWriter, follow
-from teamgraph.runtime.team import Team
 from teamgraph.storage.run_store import RunStore
 
-from .helpers import by_type
-
-
-def _team(settings: Any) -> Team:
-    spec = {"name": "desk", "clarify": True, "members": ["researcher", "writer"]}
-    return Team.from_dict(spec, settings=settings)
+from .helpers import by_type, desk_team
 
 
 async def _stored(store: RunStore, run_id: str) -> list[str]:
@@ -36,7 +30,7 @@ def _encoded(events: list[BaseEvent]) -> list[str]:
 async def test_a_streamed_run_has_stored_what_it_streamed_when_its_stream_ends(
     settings: Any,
 ) -> None:
-    async with _team(settings).runner() as runner:
+    async with desk_team(settings).runner() as runner:
         paused = [e async for e in runner.stream("help me", run_id="r1")]
         assert paused[-1].type == "clarification_requested"  # type: ignore[attr-defined]
         assert await _stored(runner.backend.runs, "r1") == _encoded(paused)
@@ -50,8 +44,8 @@ async def test_a_streamed_run_has_stored_what_it_streamed_when_its_stream_ends(
 
 
 async def test_a_finished_run_can_be_replayed_from_a_later_process(settings: Any) -> None:
-    result = await _team(settings).run("Compare PostgreSQL and MongoDB on cost", run_id="r2")
-    async with _team(settings).runner() as later:  # its own storage, opened again
+    result = await desk_team(settings).run("Compare PostgreSQL and MongoDB on cost", run_id="r2")
+    async with desk_team(settings).runner() as later:  # its own storage, opened again
         events = [event async for event in later.backend.runs.events("r2", 0)]
     assert events[0].type == "run_started" and events[-1].type == "run_completed"
     assert events[-1].output == result.output and result.output  # type: ignore[union-attr]
@@ -107,7 +101,7 @@ async def test_an_event_that_cannot_be_encoded_is_refused_by_its_own_run_only() 
 async def test_a_run_s_status_is_written_after_its_events_are_stored(settings: Any) -> None:
     """A reader in another process that sees a run ended finds every event it emitted."""
     seen: list[tuple[str, list[str]]] = []
-    async with _team(settings).runner() as runner:
+    async with desk_team(settings).runner() as runner:
         store = runner.backend.runs
         update = store.update
 

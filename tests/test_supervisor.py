@@ -4,7 +4,6 @@ errors fed back, max_turns, output modes, approvals inside a member, the offline
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from teamgraph.result import RunResult
 from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel, transient
 
-from .helpers import FAST_RETRY, by_type
+from .helpers import CEILING_S, FAST_RETRY, by_type
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTION = "What is the combined headcount of Acme and Globex, and of Initech and Umbrella?"
@@ -187,13 +186,19 @@ async def test_the_decision_is_structured_output_of_the_bound_schema(settings: A
 
 
 async def test_parallel_picks_run_concurrently_and_join(settings: Any) -> None:
-    spans: dict[str, list[float]] = {}
+    # both workers must be running at once (run one after the other, the first would wait
+    # for the second until the ceiling and fail), and beta finishes first
+    started = {"alpha": asyncio.Event(), "beta": asyncio.Event()}
+    beta_done = asyncio.Event()
 
-    def worker(name: str, seconds: float) -> FunctionChatModel:
+    def worker(name: str, waits_for: list[asyncio.Event]) -> FunctionChatModel:
         async def fn(messages: list[BaseMessage]) -> str:
-            spans[name] = [time.perf_counter()]
-            await asyncio.sleep(seconds)
-            spans[name].append(time.perf_counter())
+            started[name].set()
+            async with asyncio.timeout(CEILING_S):
+                for event in waits_for:
+                    await event.wait()
+            if name == "beta":
+                beta_done.set()
             return f"{name} found {name}-facts"
 
         return FunctionChatModel(fn=fn)
@@ -208,13 +213,12 @@ async def test_parallel_picks_run_concurrently_and_join(settings: Any) -> None:
         {"name": "alpha", "description": "knows A"},
         {"name": "beta", "description": "knows B"},
     ]
-    models = {"supervisor": supervisor, "alpha": worker("alpha", 0.3), "beta": worker("beta", 0.1)}
+    alpha = worker("alpha", [started["beta"], beta_done])
+    models = {"supervisor": supervisor, "alpha": alpha, "beta": worker("beta", [started["alpha"]])}
     team = Team.from_dict(spec(members), settings=settings, models=models)
     result, events, transcript = await run_team(team, "Do A and B.")
 
     assert result.status == "completed" and result.output == "A and B are both done."
-    (a_start, a_end), (b_start, b_end) = spans["alpha"], spans["beta"]
-    assert a_start < b_end and b_start < a_end  # they overlapped
     assert len(supervisor.calls) == 2  # one decision after both finished: the join
     joined = supervisor_prompt_of(supervisor.calls[1])
     assert "alpha found alpha-facts" in joined and "beta found beta-facts" in joined

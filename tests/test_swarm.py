@@ -15,7 +15,7 @@ from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
 from teamgraph.tools.handoff import handoff_tool_name, make_handoff_tool
 
-from .helpers import by_type
+from .helpers import by_type, make_team, member
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "teams"
 
@@ -33,9 +33,7 @@ def _members(**overrides: Any) -> list[dict[str, Any]]:
     return [{**alice, **overrides.get("Alice", {})}, {**bob, **overrides.get("Bob", {})}]
 
 
-def _team(settings: Settings, models: dict[str, Any], **spec: Any) -> Team:
-    data = {"name": "pair", "pattern": "swarm", "members": _members(), **spec}
-    return Team.from_dict(data, settings=settings, models=models, tools=[add])
+PAIR = {"name": "pair", "pattern": "swarm"}
 
 
 async def _turn(runner: Any, request: str, run_id: str, thread_id: str = "t") -> Any:
@@ -52,7 +50,9 @@ async def test_the_active_agent_persists_across_turns_of_a_thread(settings: Sett
         responses=[ToolCall("transfer_to_bob"), ToolCall("add", {"a": 5, "b": 7}), "12"]
     )
     bob = ScriptedChatModel(responses=["Arr, Bob here! What be yer question?", _to_alice])
-    team = _team(settings, {"Alice": alice, "Bob": bob})
+    team = make_team(
+        settings, *_members(), **PAIR, models={"Alice": alice, "Bob": bob}, tools=[add]
+    )
     async with team.runner() as runner:
         first, events = await _turn(runner, "i'd like to speak to Bob", "r1")
         assert (first.status, first.output) == ("completed", "Arr, Bob here! What be yer question?")
@@ -96,13 +96,10 @@ def _to_alice(messages: list[BaseMessage]) -> Any:
 
 
 async def test_can_handoff_to_limits_the_targets(settings: Settings) -> None:
-    trio = [*_members(), {"name": "Zed", "description": "sleeps"}]
+    trio = [*_members(), member("Zed", "sleeps")]
     alice = ScriptedChatModel(responses=[ToolCall("transfer_to_zed"), "fine, I answer myself"])
-    team = Team.from_dict(
-        {"name": "trio", "pattern": "swarm", "members": trio},
-        settings=settings,
-        models={"Alice": alice},
-        tools=[add],
+    team = make_team(
+        settings, *trio, name="trio", pattern="swarm", models={"Alice": alice}, tools=[add]
     )
     async with team.runner() as runner:
         result, events = await _turn(runner, "wake Zed", "r1")
@@ -116,18 +113,10 @@ async def test_can_handoff_to_limits_the_targets(settings: Settings) -> None:
 async def test_members_without_can_handoff_to_reach_every_other_member(
     settings: Settings,
 ) -> None:
-    members = [
-        {"name": "a", "description": "first"},
-        {"name": "b", "description": "second"},
-        {"name": "c", "description": "third"},
-    ]
+    members = [member("a", "first"), member("b", "second"), member("c", "third")]
     a = ScriptedChatModel(responses=[ToolCall("transfer_to_c")])
     c = ScriptedChatModel(responses=["c answers"])
-    team = Team.from_dict(
-        {"name": "abc", "pattern": "swarm", "members": members},
-        settings=settings,
-        models={"a": a, "c": c},
-    )
+    team = make_team(settings, *members, name="abc", pattern="swarm", models={"a": a, "c": c})
     async with team.runner() as runner:
         result, events = await _turn(runner, "hello", "r1")
     assert (result.status, result.output) == ("completed", "c answers")
@@ -136,18 +125,15 @@ async def test_members_without_can_handoff_to_reach_every_other_member(
 
 async def test_max_handoffs_stops_the_turn(settings: Settings) -> None:
     members = [
-        {"name": n, "description": f"agent {n}", "can_handoff_to": [t]}
-        for n, t in (("a", "b"), ("b", "c"), ("c", "a"))
+        member(n, f"agent {n}", can_handoff_to=[t]) for n, t in (("a", "b"), ("b", "c"), ("c", "a"))
     ]
     models = {
         "a": FunctionChatModel(fn=lambda m: ToolCall("transfer_to_b")),
         "b": FunctionChatModel(fn=lambda m: ToolCall("transfer_to_c")),
         "c": FunctionChatModel(fn=lambda m: ToolCall("transfer_to_a")),
     }
-    team = Team.from_dict(
-        {"name": "ring", "pattern": "swarm", "members": members, "swarm": {"max_handoffs": 4}},
-        settings=settings,
-        models=models,
+    team = make_team(
+        settings, *members, name="ring", pattern="swarm", swarm={"max_handoffs": 4}, models=models
     )
     async with team.runner() as runner:
         result, events = await _turn(runner, "go round", "r1")
@@ -162,7 +148,9 @@ async def test_max_handoffs_stops_the_turn(settings: Settings) -> None:
 async def test_ping_pong_stops_early(settings: Settings) -> None:
     alice = FunctionChatModel(fn=lambda m: ToolCall("transfer_to_bob"))
     bob = FunctionChatModel(fn=lambda m: ToolCall("transfer_to_alice"))
-    team = _team(settings, {"Alice": alice, "Bob": bob})
+    team = make_team(
+        settings, *_members(), **PAIR, models={"Alice": alice, "Bob": bob}, tools=[add]
+    )
     async with team.runner() as runner:
         result, events = await _turn(runner, "who answers?", "r1")
         # the next turn starts clean: a new handoff counter, and an answer ends it
@@ -179,7 +167,10 @@ async def test_work_between_handoffs_is_no_ping_pong(settings: Settings) -> None
     """Alice adds before each handoff: that is work, not ping-pong; max_handoffs still holds."""
     alice = FunctionChatModel(fn=_add_then_transfer)
     bob = FunctionChatModel(fn=lambda m: ToolCall("transfer_to_alice"))
-    team = _team(settings, {"Alice": alice, "Bob": bob}, swarm={"max_handoffs": 5})
+    models = {"Alice": alice, "Bob": bob}
+    team = make_team(
+        settings, *_members(), **PAIR, swarm={"max_handoffs": 5}, models=models, tools=[add]
+    )
     async with team.runner() as runner:
         result, events = await _turn(runner, "sum forever", "r1")
     assert result.error == "swarm exceeded max_handoffs=5"
@@ -198,7 +189,9 @@ async def test_handoff_events_carry_the_reason(settings: Settings) -> None:
         responses=[ToolCall("transfer_to_bob", {"reason": "the user asked for Bob"})]
     )
     bob = ScriptedChatModel(responses=["Ahoy"])
-    team = _team(settings, {"Alice": alice, "Bob": bob})
+    team = make_team(
+        settings, *_members(), **PAIR, models={"Alice": alice, "Bob": bob}, tools=[add]
+    )
     async with team.runner() as runner:
         _, events = await _turn(runner, "Bob please", "r1")
     (handoff,) = by_type(events, "handoff")
@@ -229,12 +222,8 @@ async def test_a_sensitive_call_pauses_the_swarm_and_resumes_once(settings: Sett
     )
     bob = ScriptedChatModel(responses=["Arr, record 7 be gone"])
     members = _members(Alice={"tools": ["add", "delete_record"]})
-    team = Team.from_dict(
-        {"name": "pair", "pattern": "swarm", "members": members},
-        settings=settings,
-        models={"Alice": alice, "Bob": bob},
-        tools=[add, delete_record],
-    )
+    models = {"Alice": alice, "Bob": bob}
+    team = make_team(settings, *members, **PAIR, models=models, tools=[add, delete_record])
     async with team.runner() as runner:
         paused, events = await _turn(runner, "delete record 7", "r1")
         assert paused.status == "interrupted" and deleted == []
@@ -252,7 +241,8 @@ async def test_a_sensitive_call_pauses_the_swarm_and_resumes_once(settings: Sett
 async def test_a_swarm_behind_the_clarification_gate(settings: Settings) -> None:
     alice = ScriptedChatModel(responses=[ToolCall("transfer_to_bob")])
     bob = ScriptedChatModel(responses=["Arr", "Arr again"])
-    team = _team(settings, {"Alice": alice, "Bob": bob}, clarify=True)
+    models = {"Alice": alice, "Bob": bob}
+    team = make_team(settings, *_members(), **PAIR, clarify=True, models=models, tools=[add])
     async with team.runner() as runner:
         first, _ = await _turn(runner, "Please put me through to Bob the pirate", "r1")
         second, _ = await _turn(runner, "Tell me about pirate ships and their sails", "r2")
@@ -275,15 +265,12 @@ async def test_shared_state_persists_across_turns_and_handoffs(settings: Setting
     )
     bob = ScriptedChatModel(responses=["Arr, Paris"])
     members = _members(Alice={"tools": ["add", "remember"], "can_handoff_to": ["Bob"]})
-    team = Team.from_dict(
-        {
-            "name": "pair",
-            "pattern": "swarm",
-            "members": members,
-            "initial_state": {"city": None},
-            "state_prompt": "STATE={state}\nMSG={msg}",
-        },
-        settings=settings,
+    team = make_team(
+        settings,
+        *members,
+        **PAIR,
+        initial_state={"city": None},
+        state_prompt="STATE={state}\nMSG={msg}",
         models={"Alice": alice, "Bob": bob},
         tools=[add, remember],
     )
@@ -300,7 +287,14 @@ async def test_shared_state_persists_across_turns_and_handoffs(settings: Setting
 
 async def test_default_agent_takes_a_new_thread(settings: Settings) -> None:
     bob = ScriptedChatModel(responses=["Bob first"])
-    team = _team(settings, {"Bob": bob}, swarm={"default_agent": "Bob"})
+    team = make_team(
+        settings,
+        *_members(),
+        **PAIR,
+        swarm={"default_agent": "Bob"},
+        models={"Bob": bob},
+        tools=[add],
+    )
     async with team.runner() as runner:
         result, _ = await _turn(runner, "hi", "r1")
     assert result.output == "Bob first"

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from teamgraph.llm.frames import Frames
 from teamgraph.runtime.team import Team
 
-from .helpers import by_type, run_collect
+from .helpers import by_type, eventually, run_collect
 
 
 async def test_the_first_piece_goes_at_once_and_the_rest_within_the_interval() -> None:
@@ -19,7 +18,7 @@ async def test_the_first_piece_goes_at_once_and_the_rest_within_the_interval() -
     frames.add(", ")
     frames.add("world")
     assert sent == ["Hello"]  # held: sent within the interval
-    await asyncio.sleep(0.08)
+    await eventually(lambda: len(sent) > 1, "the held pieces are sent")
     assert sent == ["Hello", ", world"]  # the timer sent them, without a further piece
 
 

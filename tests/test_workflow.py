@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Set
 from typing import Any
 
 import pytest
@@ -9,23 +10,31 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from teamgraph import Plan, Step
 from teamgraph.durable import StepRecord
 from teamgraph.patterns.synthesis import NO_RESULTS, concat_report
-from teamgraph.runtime.team import Team
 from teamgraph.testing import FunctionChatModel, transient
 
-from .helpers import by_type, is_planner, run_collect, task_of, team_dict
+from .helpers import (
+    CEILING_S,
+    Delivered,
+    by_type,
+    is_planner,
+    make_plan,
+    make_team,
+    run_collect,
+    task_of,
+    workflow_team,
+)
+
+Wait = Callable[[], Awaitable[Any]]
 
 
-def _plan(*steps: tuple[str, str, list[str]]) -> Plan:
-    return Plan(
-        name="p",
-        steps=[Step(id=i, worker=w, task=f"task {i}", depends_on=d) for i, w, d in steps],
-    )
+def _model(waits: dict[str, Wait] | None = None, fail: Set[str] = frozenset()) -> FunctionChatModel:
+    """Answers ``output of <step>``; a step in ``waits`` first waits for its condition, a step
+    in ``fail`` then raises."""
 
-
-def _latency_model(latency: dict[str, float], fail: set[str] = frozenset()) -> FunctionChatModel:  # type: ignore[assignment]
     async def fn(messages: list[BaseMessage]) -> str:
         step = task_of(messages).removeprefix("task ")
-        await asyncio.sleep(latency.get(step, 0))
+        if waits and step in waits:
+            await waits[step]()
         if step in fail:
             raise ValueError(f"{step} exploded")
         return f"output of {step}"
@@ -33,24 +42,31 @@ def _latency_model(latency: dict[str, float], fail: set[str] = frozenset()) -> F
     return FunctionChatModel(fn=fn)
 
 
+def _until_cancelled() -> Awaitable[None]:
+    """A step that never ends on its own: only its run cancelling it stops it (the ceiling only
+    keeps a broken run from hanging the suite; it then finishes and the test fails)."""
+    return asyncio.sleep(CEILING_S)
+
+
 def _order(events: list[Any]) -> list[tuple[str, str]]:
     return [(e.type, e.step_id) for e in events if e.type.startswith("step_")]
 
 
 async def test_a_step_starts_as_soon_as_its_own_dependencies_are_done(settings: Any) -> None:
-    model = _latency_model({"a": 0.05, "b": 0.6, "c": 0.05})
-    team = Team.from_dict(team_dict(), settings=settings, model=model)
-    plan = _plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
-    result, events = await run_collect(team, "x", plan=plan)
+    delivered = Delivered()  # b ends only once c has started: c must not wait for b
+    model = _model(waits={"b": lambda: delivered.wait_for("step_started", "c")})
+    team = workflow_team(settings, model)
+    plan = make_plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
+    result, events = await run_collect(team, "x", delivered, plan=plan)
     order = _order(events)
     assert order.index(("step_started", "c")) < order.index(("step_completed", "b"))
     assert result.status == "completed" and result.planner_tier == "explicit"
 
 
 async def test_context_holds_only_the_steps_own_dependencies(settings: Any) -> None:
-    model = _latency_model({})
-    team = Team.from_dict(team_dict(), settings=settings, model=model)
-    plan = _plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
+    model = _model()
+    team = workflow_team(settings, model)
+    plan = make_plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
     await run_collect(team, "x", plan=plan)
     prompt = next(
         str(m.content)
@@ -68,24 +84,25 @@ async def test_context_is_trimmed_to_the_token_budget(settings: Any) -> None:
         return "word " * 2000 if task_of(messages) == "task a" else "ok"
 
     model = FunctionChatModel(fn=fn)
-    team = Team.from_dict(team_dict(context_token_budget=100), settings=settings, model=model)
-    await run_collect(team, "x", plan=_plan(("a", "researcher", []), ("c", "writer", ["a"])))
+    team = workflow_team(settings, model, context_token_budget=100)
+    await run_collect(team, "x", plan=make_plan(("a", "researcher", []), ("c", "writer", ["a"])))
     prompt = str(model.calls[-1][-1].content)
     context = prompt.split("### a\n")[1]
     assert context.endswith("…[trimmed]") and len(context) <= 100 * 4
 
 
 async def test_a_failing_step_never_cancels_a_running_sibling(settings: Any) -> None:
-    model = _latency_model({"a": 0.02, "b": 0.3}, fail={"a"})
-    team = Team.from_dict(team_dict(), settings=settings, model=model)
-    plan = _plan(
+    delivered = Delivered()  # b ends only once a's failure was told
+    model = _model(waits={"b": lambda: delivered.wait_for("step_failed", "a")}, fail={"a"})
+    team = workflow_team(settings, model)
+    plan = make_plan(
         ("a", "researcher", []),
         ("b", "researcher", []),
         ("c", "writer", ["a"]),
         ("d", "writer", ["c"]),
         ("e", "writer", ["b"]),
     )
-    result, events = await run_collect(team, "x", plan=plan)
+    result, events = await run_collect(team, "x", delivered, plan=plan)
     order = _order(events)
     assert order.index(("step_failed", "a")) < order.index(("step_completed", "b"))
     assert result.status == "completed_with_errors"
@@ -99,10 +116,10 @@ async def test_a_failing_step_never_cancels_a_running_sibling(settings: Any) -> 
 
 
 async def test_fail_fast_stops_the_run(settings: Any) -> None:
-    model = _latency_model({"a": 0.02, "b": 5.0}, fail={"a"})
-    team = Team.from_dict(team_dict(fail_fast=True), settings=settings, model=model)
+    model = _model(waits={"b": _until_cancelled}, fail={"a"})
+    team = workflow_team(settings, model, fail_fast=True)
     result, _ = await run_collect(
-        team, "x", plan=_plan(("a", "researcher", []), ("b", "researcher", []))
+        team, "x", plan=make_plan(("a", "researcher", []), ("b", "researcher", []))
     )
     assert result.status == "failed"
     assert result.step("b").status == "skipped" and "fail_fast" in result.step("b").error
@@ -111,7 +128,7 @@ async def test_fail_fast_stops_the_run(settings: Any) -> None:
 async def test_unknown_worker_fails_only_that_step(settings: Any) -> None:
     from teamgraph.patterns._steps import run_step
 
-    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
+    team = workflow_team(settings, _model())
     async with team.runner() as runner:
         ctx = runner._context("r", "t", _null_emitter())
         record = await run_step(Step(id="z", worker="ghost", task="t"), [], ctx)
@@ -137,9 +154,9 @@ async def test_transient_errors_retry_and_others_do_not(settings: Any) -> None:
             raise outcome
         return outcome
 
-    team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=raising))
+    team = workflow_team(settings, FunctionChatModel(fn=raising))
     result, _ = await run_collect(
-        team, "x", plan=_plan(("flaky", "researcher", []), ("broken", "researcher", []))
+        team, "x", plan=make_plan(("flaky", "researcher", []), ("broken", "researcher", []))
     )
     assert attempts == {"flaky": 2, "broken": 1}
     assert result.step("flaky").status == "done"
@@ -159,8 +176,8 @@ async def test_a_provider_still_failing_after_the_retries_stops_the_run_to_resum
             raise transient("429 Too Many Requests")
         return "fine"
 
-    team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=fn))
-    result, _ = await run_collect(team, "x", plan=_plan(("a", "researcher", [])))
+    team = workflow_team(settings, FunctionChatModel(fn=fn))
+    result, _ = await run_collect(team, "x", plan=make_plan(("a", "researcher", [])))
     assert calls == 3 and result.status == "failed"  # stopped, not "completed_with_errors"
     assert "still failing after 3 attempts" in result.error and "429" in result.error
     assert "resume" in result.error
@@ -170,7 +187,7 @@ async def test_a_provider_still_failing_after_the_retries_stops_the_run_to_resum
 
 
 def test_concat_report_format() -> None:
-    plan = _plan(("a", "researcher", []), ("b", "writer", ["a"]))
+    plan = make_plan(("a", "researcher", []), ("b", "writer", ["a"]))
     records = {
         "a": StepRecord(step_id="a", worker="researcher", status="done", output="A out"),
         "b": StepRecord(step_id="b", worker="writer", status="done", output="B out"),
@@ -192,10 +209,8 @@ async def test_llm_synthesizer_answers_from_step_results(settings: Any) -> None:
             return "FINAL ANSWER"
         return "output of a"
 
-    team = Team.from_dict(
-        team_dict(synthesizer="llm"), settings=settings, model=FunctionChatModel(fn=fn)
-    )
-    result, _ = await run_collect(team, "x", plan=_plan(("a", "researcher", [])))
+    team = workflow_team(settings, FunctionChatModel(fn=fn), synthesizer="llm")
+    result, _ = await run_collect(team, "x", plan=make_plan(("a", "researcher", [])))
     assert result.output == "FINAL ANSWER"
     async with team.runner() as runner:
         history = [c async for c in runner.graph.aget_state_history(runner.thread_config("run-1"))]
@@ -211,7 +226,7 @@ async def test_usage_and_cost_per_step_agent_and_run(settings: Any) -> None:
         return "ok"
 
     model = FunctionChatModel(fn=fn, model_name="gpt-4o-mini", usage=(1000, 500))
-    team = Team.from_dict(team_dict(), settings=settings, model=model)
+    team = workflow_team(settings, model)
     result, events = await run_collect(team, "write something")
     per_call = (1000 * 0.15 + 500 * 0.60) / 1e6
     assert result.usage.input_tokens == 3000 and result.usage.output_tokens == 1500
@@ -223,10 +238,10 @@ async def test_usage_and_cost_per_step_agent_and_run(settings: Any) -> None:
 
 
 async def test_a_new_request_in_the_same_thread_plans_afresh(settings: Any) -> None:
-    model = _latency_model({})
-    team = Team.from_dict(team_dict(), settings=settings, model=model)
+    model = _model()
+    team = workflow_team(settings, model)
     first, _ = await run_collect(
-        team, "one", plan=_plan(("a", "researcher", [])), thread_id="T", run_id="r1"
+        team, "one", plan=make_plan(("a", "researcher", [])), thread_id="T", run_id="r1"
     )
     plan2 = Plan(name="p2", steps=[Step(id="a", worker="writer", task="task again")])
     second, events = await run_collect(team, "two", plan=plan2, thread_id="T", run_id="r2")
@@ -242,8 +257,8 @@ def _null_emitter() -> Any:
 
 
 async def test_an_explicit_plan_goes_straight_to_execute(settings: Any) -> None:
-    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
-    plan = _plan(("a", "researcher", []), ("b", "writer", ["a"]))
+    team = workflow_team(settings, _model())
+    plan = make_plan(("a", "researcher", []), ("b", "writer", ["a"]))
     async with team.runner() as runner:
         events = [e async for e in runner.stream("x", run_id="r", plan=plan)]
         config = runner.thread_config("r")
@@ -256,7 +271,7 @@ async def test_an_explicit_plan_goes_straight_to_execute(settings: Any) -> None:
 
 
 async def test_a_template_plan_goes_straight_to_execute(settings: Any) -> None:
-    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
+    team = workflow_team(settings, _model())
     async with team.runner() as runner:
         events = [e async for e in runner.stream("x", run_id="r", template="research_report")]
         history = [c async for c in runner.graph.aget_state_history(runner.thread_config("r"))]
@@ -269,8 +284,9 @@ async def test_a_template_plan_goes_straight_to_execute(settings: Any) -> None:
 async def test_a_template_that_does_not_fit_the_team_is_left_to_the_planner(
     settings: Any,
 ) -> None:
-    spec = {**team_dict(), "members": ["researcher", "writer"]}  # the template needs an analyst
-    team = Team.from_dict(spec, settings=settings, model=_latency_model({}))
+    team = make_team(
+        settings, "researcher", "writer", model=_model()
+    )  # the template needs an analyst
     result, events = await run_collect(team, "x", template="research_report")
     plan = by_type(events, "plan_created")[0]
     assert result.status == "completed" and plan.tier != "template"
@@ -278,8 +294,8 @@ async def test_a_template_that_does_not_fit_the_team_is_left_to_the_planner(
 
 
 async def test_an_invalid_explicit_plan_fails_the_run_with_its_problems(settings: Any) -> None:
-    team = Team.from_dict(team_dict(), settings=settings, model=_latency_model({}))
-    result, events = await run_collect(team, "x", plan=_plan(("a", "poet", [])))
+    team = workflow_team(settings, _model())
+    result, events = await run_collect(team, "x", plan=make_plan(("a", "poet", [])))
     assert result.status == "failed" and "unknown worker 'poet'" in result.error
     assert not by_type(events, "plan_created")
 
@@ -292,9 +308,9 @@ async def test_a_later_run_on_the_same_thread_plans_again(settings: Any) -> None
             return plan_json(("planned", "researcher", []))
         return "ok"
 
-    team = Team.from_dict(team_dict(), settings=settings, model=FunctionChatModel(fn=fn))
+    team = workflow_team(settings, FunctionChatModel(fn=fn))
     async with team.runner() as runner:
-        await runner.run("x", run_id="one", thread_id="t", plan=_plan(("a", "researcher", [])))
+        await runner.run("x", run_id="one", thread_id="t", plan=make_plan(("a", "researcher", [])))
         second = await runner.run("y", run_id="two", thread_id="t")
     assert second.planner_tier == "llm" and [s.id for s in second.steps] == ["planned"]
 
@@ -303,19 +319,22 @@ async def test_max_parallel_holds_when_finishing_steps_start_their_dependants(
     settings: Any,
 ) -> None:
     running, peak = 0, 0
+    paired = asyncio.Event()  # set once two calls run at once
 
     async def fn(messages: list[BaseMessage]) -> str:
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
-        await asyncio.sleep(0.01)
+        if running == 2:
+            paired.set()
+        async with asyncio.timeout(CEILING_S):
+            await paired.wait()  # the first call goes on only once a second one runs with it
+        await asyncio.sleep(0.01)  # calls stay open: a third one started now would be counted
         running -= 1
         return "ok"
 
-    team = Team.from_dict(
-        team_dict(max_parallel=2), settings=settings, model=FunctionChatModel(fn=fn)
-    )
-    plan = _plan(
+    team = workflow_team(settings, FunctionChatModel(fn=fn), max_parallel=2)
+    plan = make_plan(
         ("a", "researcher", []),
         ("b", "researcher", []),
         ("c", "researcher", []),
@@ -330,9 +349,9 @@ async def test_max_parallel_holds_when_finishing_steps_start_their_dependants(
 
 
 async def test_fail_fast_starts_nothing_after_the_failure(settings: Any) -> None:
-    model = _latency_model({"a": 0.05, "b": 0.01}, fail={"b"})
-    team = Team.from_dict(team_dict(fail_fast=True), settings=settings, model=model)
-    plan = _plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
+    model = _model(waits={"a": _until_cancelled}, fail={"b"})
+    team = workflow_team(settings, model, fail_fast=True)
+    plan = make_plan(("a", "researcher", []), ("b", "researcher", []), ("c", "writer", ["a"]))
     result, events = await run_collect(team, "x", plan=plan)
     assert result.status == "failed"
     assert "c" not in [e.step_id for e in by_type(events, "step_started")]

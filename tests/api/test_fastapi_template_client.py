@@ -5,7 +5,6 @@ the answers."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from teamgraph.config import Settings
 from teamgraph.server.app import create_app
 
+from ..helpers import eventually
 from .conftest import PASSWORD, SLOW_TEAM, User, make_user, serving
 
 API = "/api/v1"
@@ -162,13 +162,16 @@ async def chat(
 
 async def answer_in_history(client: httpx.AsyncClient, token: str) -> dict[str, str]:
     """The last message of the chat history once the resumed run's answer is there (it runs
-    in the background after the approval; up to 5 s)."""
-    for _ in range(100):
+    in the background after the approval)."""
+    last: dict[str, str] = {}
+
+    async def answered() -> bool:
+        nonlocal last
         stored = (await client.get(f"{API}/chatbot/messages", headers=bearer(token))).json()
-        last: dict[str, str] = stored["messages"][-1]
-        if last["role"] == "assistant" and last["content"].startswith("_Offline"):
-            return last
-        await asyncio.sleep(0.05)
+        last = stored["messages"][-1]
+        return last["role"] == "assistant" and last["content"].startswith("_Offline")
+
+    await eventually(answered, "the resumed run's answer is in the chat history")
     return last
 
 

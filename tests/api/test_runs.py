@@ -30,6 +30,7 @@ from teamgraph.server.app import create_app
 from teamgraph.server.state import AppState
 from teamgraph.storage.run_store import ROW_RESERVE
 
+from ..helpers import CEILING_S, eventually
 from .conftest import User, make_session
 
 API = "/api/v1"
@@ -90,11 +91,11 @@ async def progressed(app: FastAPI, run_id: str) -> None:
     """Wait for the run's first model call: a run stopped before LangGraph's first checkpoint
     cannot resume (reported to the runner's owner)."""
     store = app.state.teamgraph.backend.runs
-    for _ in range(500):
-        if [e async for e in _stored(store, run_id, 0) if e.type == "usage"]:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"run {run_id} made no progress")
+
+    async def called() -> bool:
+        return any([e async for e in _stored(store, run_id, 0) if e.type == "usage"])
+
+    await eventually(called, f"run {run_id} makes its first model call")
 
 
 async def messages(app: FastAPI, session_id: str) -> list[tuple[str, str]]:
@@ -349,7 +350,11 @@ async def test_the_log_merges_stored_unstored_and_coming_events(app: FastAPI) ->
         log = EventLog(writer)
         for seq in (1, 2, 3):
             log.add(message(seq))
-        await asyncio.sleep(FLUSH_INTERVAL * 3)  # stored
+
+        async def stored(run_id: str = run_id) -> bool:
+            return await _collect(_stored(store, run_id, 0)) == [1, 2, 3]
+
+        await eventually(stored, "events 1-3 are stored")
         for seq in (4, 5, 6):
             log.add(message(seq))  # not stored yet
         reader = asyncio.create_task(_collect(one_by_one(replay(store, run_id, 1, log))))
@@ -606,8 +611,8 @@ async def test_a_writer_stopped_mid_write_never_leaves_close_waiting(
     writer = EventWriter(store)
     first, second = EventLog(writer), EventLog(writer)
     first.add(AgentMessage(run_id="cut", seq=1, agent="a", content="lost"))
-    await asyncio.wait_for(first.close(), 2)  # the batch counts as handled: close returns
+    await asyncio.wait_for(first.close(), CEILING_S)  # the batch counts as handled: close returns
     second.add(AgentMessage(run_id="kept", seq=1, agent="a", content="kept"))
-    await asyncio.wait_for(second.close(), 2)  # a new writer task takes the next batch
+    await asyncio.wait_for(second.close(), CEILING_S)  # a new writer task takes the next batch
     assert await _collect(_stored(store, "kept", 0)) == [1]
     assert await _collect(_stored(store, "cut", 0)) == []

@@ -20,12 +20,20 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
+
+from tests.helpers import PROCESS_CEILING_S
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CHROMIUM = os.environ.get("TEAMGRAPH_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(os.environ.get("TEAMGRAPH_SCREENSHOTS", REPO / "build" / "screenshots"))
 PASSWORD = "Sup3r-secret!"
+# How long a step waits for the page (an element, a status, an assertion to hold) before the test
+# fails: a ceiling against hangs only, as generous as a loaded machine needs. Playwright's own
+# default for ``expect`` is 5 s, which a busy CI machine exceeds.
+UI_CEILING_MS = 60_000
+expect.set_options(timeout=UI_CEILING_MS)
 # What the workplace's closed network and a root user need (no sandbox, no background calls).
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -94,7 +102,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + PROCESS_CEILING_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the server exited:\n{log.read_text()[-3000:]}")
@@ -141,7 +149,7 @@ def page(browser: Any, server: Server, console: Console) -> Iterator[Any]:
     context = browser.new_context(
         base_url=server.url, viewport={"width": 1440, "height": 900}, bypass_csp=True
     )
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(UI_CEILING_MS)
     tab = context.new_page()
     tab.on("console", lambda m: m.type == "error" and console.errors.append(m.text))
     tab.on("pageerror", lambda e: console.errors.append(f"uncaught: {e}"))

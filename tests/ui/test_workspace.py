@@ -124,7 +124,8 @@ def test_a_reload_mid_run_picks_the_live_run_back_up_losing_nothing(
     run_id = send(page, DEMO)
     page.wait_for_selector("#graph g.node[data-state='running']")
     page.focus("#graph g.node[data-step='summary']")  # keyboard focus survives live redraws
-    page.wait_for_timeout(1200)
+    redrawn_after = page.evaluate("window.teamgraph.view.events.length") + 3
+    page.wait_for_function(f"window.teamgraph.view.events.length >= {redrawn_after}")
     assert page.evaluate("document.activeElement.dataset.step") == "summary"
     page.keyboard.press("Enter")
     expect(page.locator("#step-detail > h3")).to_contain_text("Step summary")

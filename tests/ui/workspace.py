@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.ui.conftest import PASSWORD, new_email
+from tests.ui.conftest import PASSWORD, UI_CEILING_MS, new_email
 
 
 def register(page: Any, email: str | None = None) -> str:
@@ -49,11 +49,11 @@ def send(page: Any, text: str) -> str:
     return run_id
 
 
-def wait_status(page: Any, *statuses: str, timeout: float = 30_000) -> str:
+def wait_status(page: Any, *statuses: str) -> str:
     page.wait_for_function(
         "(wanted) => wanted.includes(document.getElementById('run-status').dataset.state)",
         arg=list(statuses),
-        timeout=timeout,
+        timeout=UI_CEILING_MS,
     )
     status: str = page.get_attribute("#run-status", "data-state")
     return status
