@@ -47,7 +47,7 @@ def _cashier(messages: list[BaseMessage]) -> str:
     return CODE if not results else f"Done. {results[-1].text}"
 
 
-def _team(db: str) -> Team:
+def _till(db: str) -> Team:
     spec = {
         "name": "till",
         "members": [
@@ -78,7 +78,7 @@ def counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def test_the_step_pauses_before_it_completes_and_the_approved_call_runs_once(
     tmp_path: Path, counter: Path
 ) -> None:
-    async with _team(f"sqlite:///{tmp_path}/t.db").runner() as runner:
+    async with _till(f"sqlite:///{tmp_path}/t.db").runner() as runner:
         first = [e async for e in runner.stream("x", run_id="r", plan=PLAN)]
         assert [e.tool for e in by_type(first, "approval_requested")] == ["charge_card"]
         assert not by_type(first, "step_completed")  # paused before the step completed
@@ -95,7 +95,7 @@ async def test_the_step_pauses_before_it_completes_and_the_approved_call_runs_on
 
 
 async def test_a_rejected_call_is_an_error_the_code_sees(tmp_path: Path, counter: Path) -> None:
-    async with _team(f"sqlite:///{tmp_path}/t.db").runner() as runner:
+    async with _till(f"sqlite:///{tmp_path}/t.db").runner() as runner:
         await asyncio.gather(*[_drain(runner.stream("x", run_id="r", plan=PLAN))])
         reply = {"action": "reject", "comment": "not today"}
         await _drain(runner.resume_stream("r", default=reply))
@@ -112,12 +112,12 @@ async def _drain(events: Any) -> None:
 
 # --- the same path, killed at every boundary ----------------------------------------------------
 async def start_paused(case: faultkit.Case) -> None:
-    async with _team(case.db).runner() as runner:
+    async with _till(case.db).runner() as runner:
         await _write(case, "start", runner.stream("x", run_id=case.run_id, plan=PLAN))
 
 
 async def approve(case: faultkit.Case, phase: str) -> None:
-    async with _team(case.db).runner() as runner:
+    async with _till(case.db).runner() as runner:
         reply = {"default": {"action": "approve"}} if phase == "approve" else {}
         await _write(case, phase, runner.resume_stream(case.run_id, **reply))
 
