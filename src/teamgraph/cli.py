@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -476,13 +476,18 @@ def serve(
 
 @contextmanager
 def _worker_processes(count: int, settings: Settings) -> Iterator[None]:
-    """``count`` ``teamgraph worker`` processes beside the server, stopped (SIGTERM) after it."""
+    """``count`` ``teamgraph worker`` processes beside the server, stopped (SIGTERM) after it —
+    also when the server is ended by a signal (uvicorn re-raises SIGTERM/SIGINT once it has
+    shut down, which ends this process before it can stop them): on Linux the kernel sends each
+    worker SIGTERM when this process exits (``PR_SET_PDEATHSIG``), and each drains as usual."""
     import os
     import subprocess
 
     env = {**os.environ, "DATABASE_URL": settings.database_url}
     command = [sys.executable, "-m", "teamgraph", "worker"]
-    children = [subprocess.Popen(command, env=env) for _ in range(count)]
+    children = [
+        subprocess.Popen(command, env=env, preexec_fn=_stopped_with_parent) for _ in range(count)
+    ]
     try:
         yield
     finally:
@@ -490,6 +495,16 @@ def _worker_processes(count: int, settings: Settings) -> Iterator[None]:
             child.terminate()
         for child in children:
             child.wait()
+
+
+def _stopped_with_parent() -> None:
+    """In a child, before it executes: SIGTERM when the parent dies (Linux; elsewhere a no-op)."""
+    import ctypes
+    import signal
+
+    with suppress(OSError, AttributeError):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM))
 
 
 @app.command()

@@ -175,6 +175,12 @@ class Settings(BaseSettings):
         description="How long a worker's claim on a run lasts unrenewed (renewed every third of "
         "it): a run whose worker died is taken over once it has lapsed.",
     )
+    worker_takeover_slots: int = Field(
+        default=2,
+        ge=1,
+        description="Runs a worker can take over from dead workers beside its "
+        "`worker_concurrency` (slots of their own: a full worker still takes orphans over).",
+    )
     worker_heartbeat_s: float = Field(
         default=2.0,
         gt=0,

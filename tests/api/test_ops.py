@@ -264,7 +264,10 @@ async def test_cors_headers_only_when_configured(serve: Serve) -> None:
 async def test_health_ok(client: httpx.AsyncClient) -> None:
     response = await client.get("/health")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "role": "api+runs"}
+    assert response.json() == {"status": "ok", "role": "api+runs"}
+    ready = await client.get("/ready")
+    assert ready.status_code == 200
+    assert ready.json() == {"ready": True, "database": "ok", "role": "api+runs"}
 
 
 def closed_port() -> int:
@@ -274,19 +277,25 @@ def closed_port() -> int:
     return port
 
 
-async def test_health_degraded_when_the_database_is_down(
+async def test_not_ready_but_alive_while_the_database_is_down(
     app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    user = await make_user(client, "outage@example.com")
     backend = state_of(app).backend
     broken = create_async_engine(f"postgresql+psycopg://u@127.0.0.1:{closed_port()}/none")
     monkeypatch.setattr(backend, "engine", broken)
     monkeypatch.setattr(backend, "runs", SqlRunStore(broken, Direct(broken)))
     try:
-        response = await client.get("/health")
-        assert response.status_code == 503
+        response = await client.get("/ready")
+        assert response.status_code == 503 and response.headers["Retry-After"] == "2"
         body = response.json()
-        assert body["status"] == "degraded"
+        assert body["ready"] is False
         assert body["database"].startswith("OperationalError") and body["database"] != "ok"
+        alive = await client.get("/health")  # liveness: a restart must not restart the process
+        assert alive.status_code == 200 and alive.json()["status"] == "ok"
+        # a request that needs the database meets the outage: 503 with Retry-After, never 500
+        runs = await client.get("/api/v1/runs/0123abcd", headers=user.headers)
+        assert runs.status_code == 503 and runs.headers["Retry-After"] == "2", runs.text
         scraped = await client.get("/metrics")  # metrics still answer, database_up says 0
         assert scraped.status_code == 200 and "teamgraph_database_up 0.0" in scraped.text
     finally:

@@ -28,6 +28,7 @@ from teamgraph.storage.rates import SharedRates
 from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStepLedger
 from teamgraph.storage.run_store import PostgresRunStore, RunStore, SqlRunStore
 
+LEND_WAIT_S = 5.0  # how long a query waits for a pooled PostgreSQL connection (then: outage)
 ASYNC_WAIT_S = 5.0  # how long aiosqlite's connections (app tables, the store) wait for a lock
 
 
@@ -140,6 +141,7 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
             pool_pre_ping=True,  # a connection the database dropped is replaced, not used
+            pool_timeout=LEND_WAIT_S,
         )
         stack.push_async_callback(engine.dispose)
         direct = Direct(engine)
@@ -167,6 +169,7 @@ def _langgraph_pool(url: str, size: int) -> Any:
         max_size=max(2, size),
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
         check=AsyncConnectionPool.check_connection,
+        timeout=LEND_WAIT_S,  # a request in an outage is refused (503) soon, not after 30 s
         open=False,  # opened by ``async with`` (on the running loop)
     )
 

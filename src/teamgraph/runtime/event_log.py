@@ -16,7 +16,7 @@ from teamgraph.faults import point
 from teamgraph.status import END_EVENTS, EXECUTING, PAUSE_EVENTS
 from teamgraph.storage.direct import Statement
 from teamgraph.storage.notify import EVENTS, Notifications
-from teamgraph.storage.outages import is_outage
+from teamgraph.storage.outages import is_outage, until_reachable
 from teamgraph.storage.run_store import RunStore
 
 log = logging.getLogger(__name__)
@@ -260,25 +260,32 @@ async def follow(
     ``seq > after_seq``, then each new batch as the process storing it announces it (PostgreSQL
     LISTEN/NOTIFY), until the run's execution ends or pauses. The subscription is taken before
     the first read; a missed notification costs at most ``poll_s`` of delay, never an event. A
-    run whose worker died keeps its stream open: the worker that takes it over continues it.
-    Batches as :func:`replay`'s."""
+    run whose worker died keeps its stream open: the worker that takes it over continues it, and
+    a database outage holds the stream until the database answers. Batches as :func:`replay`'s.
+    """
     last, tail = after_seq, ""
     with notes.subscribe(EVENTS, run_id) as told:
         while True:
-            async for batch in _stored(store, run_id, last):
-                last, tail = batch[-1].seq, batch[-1].type
-                yield batch
-            if tail in END_EVENTS:
-                await _status_written(store, run_id)
-                return
-            wait = poll_s
-            if not tail or tail in PAUSE_EVENTS:  # nothing yet, or paused: is it still going?
-                if (await store.get(run_id)).status not in EXECUTING:
-                    # a run's events are stored before its status: what it said last is there
-                    async for batch in _stored(store, run_id, last):
-                        yield batch
+            try:
+                async for batch in _stored(store, run_id, last):
+                    last, tail = batch[-1].seq, batch[-1].type
+                    yield batch
+                if tail in END_EVENTS:
+                    await _status_written(store, run_id)
                     return
-                wait = 0.2 if tail else poll_s  # a pause's status is written just after it
+                wait = poll_s
+                if not tail or tail in PAUSE_EVENTS:  # nothing yet, or paused: still going?
+                    if (await store.get(run_id)).status not in EXECUTING:
+                        # a run's events are stored before its status: what it said last is there
+                        async for batch in _stored(store, run_id, last):
+                            yield batch
+                        return
+                    wait = 0.2 if tail else poll_s  # a pause's status is written just after it
+            except Exception as exc:  # the database is unreachable: the stream waits for it
+                if not is_outage(exc):
+                    raise
+                await until_reachable(lambda: store.get(run_id), what=f"following run {run_id}")
+                continue
             with suppress(TimeoutError):
                 await asyncio.wait_for(told.get(), wait)
             while not told.empty():

@@ -1,5 +1,7 @@
 """Errors as JSON with a clear message: validation → 422 naming the fields; teamgraph usage
-errors → 400; a run's conflict with its state → 409; nothing raw leaks.
+errors → 400; a run's conflict with its state → 409; the database unreachable (a restart, dropped
+connections, a full pool, SQLite locked past its timeout) → 503 with ``Retry-After``; nothing raw
+leaks.
 
 A dialect whose clients expect errors in a shape of their own registers an :class:`ErrorShape`
 for its path prefix (the OpenAI-compatible routes do: ``{"error": {...}}`` under ``/v1/``);
@@ -8,7 +10,8 @@ written in that shape."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from fastapi import FastAPI, Request, status
@@ -17,7 +20,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from teamgraph.errors import RunConflict, RunNotFound, UsageError
+from teamgraph.errors import DatabaseUnavailable, RunConflict, RunNotFound, UsageError
+from teamgraph.storage.outages import RETRY_AFTER_S, is_outage
 
 # (status, message, code, param) → the response; ``code`` and ``param`` as the dialect names them
 Shaper = Callable[[int, str, str | None, str | None], Response]
@@ -38,6 +42,25 @@ def install_error_handlers(app: FastAPI, shapes: Sequence[ErrorShape] = ()) -> N
     app.add_exception_handler(RunNotFound, handlers.not_found)
     app.add_exception_handler(RunConflict, handlers.conflict)
     app.add_exception_handler(UsageError, handlers.usage)
+    for kind in _database_errors():
+        app.add_exception_handler(kind, handlers.database)
+
+
+def _database_errors() -> Iterator[type[Exception]]:
+    """The error classes an outage can come as (the drivers not installed are skipped)."""
+    import sqlalchemy.exc
+
+    yield DatabaseUnavailable
+    yield sqlite3.OperationalError
+    yield sqlalchemy.exc.DBAPIError
+    yield sqlalchemy.exc.TimeoutError
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:
+        return
+    yield psycopg.Error
+    yield psycopg_pool.PoolTimeout
 
 
 @dataclass(frozen=True)
@@ -90,3 +113,13 @@ class _Handlers:
 
     async def usage(self, request: Request, exc: Exception) -> Response:
         return self.plain(request, status.HTTP_400_BAD_REQUEST, str(exc))
+
+    async def database(self, request: Request, exc: Exception) -> Response:
+        """503 with ``Retry-After`` when the database is unreachable; any other database error
+        is the server's own (500, logged)."""
+        if not is_outage(exc):
+            raise exc
+        detail = "the database is unreachable for now; try again shortly"
+        response = self.plain(request, status.HTTP_503_SERVICE_UNAVAILABLE, detail)
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response

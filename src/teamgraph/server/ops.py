@@ -1,5 +1,6 @@
-"""Operations: ``GET /health``, ``GET /metrics`` (Prometheus) and the wiring of the service's
-middleware (rate limits, body limit, CORS, request ids) and JSON logs.
+"""Operations: ``GET /health`` (liveness), ``GET /ready`` (the database answers), ``GET
+/metrics`` (Prometheus) and the wiring of the service's middleware (rate limits, body limit,
+CORS, request ids) and JSON logs.
 
 The run manager feeds the run metrics through the app's :class:`Metrics`
 (``metrics_of(state)``): ``observe_step(seconds)``, ``add_usage(tokens, usd)``, or simply
@@ -25,6 +26,7 @@ from prometheus_client import (
     generate_latest,
 )
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from teamgraph.config import Settings
 from teamgraph.events import BaseEvent, StepCompleted, UsageRecorded
@@ -32,6 +34,7 @@ from teamgraph.server.deps import State
 from teamgraph.server.logging import json_logging, json_logs_enabled
 from teamgraph.server.middleware import install_middleware
 from teamgraph.server.state import AppState
+from teamgraph.storage.outages import RETRY_AFTER_S
 from teamgraph.storage.run_store import RunStore
 
 HEALTH_TIMEOUT_S = 5.0
@@ -116,23 +119,43 @@ def metrics_of(holder: AppState | FastAPI) -> Metrics:
 router = APIRouter(tags=["operations"])
 
 
-@router.get(
-    "/health",
-    responses={503: {"description": "The database does not answer."}},
-)
+@router.get("/health")
 async def health(state: State) -> JSONResponse:
-    """``{"status": "ok", "database": "ok", "role": …}``, or 503 with the database error.
-    ``role``: ``api+runs`` (runs execute here) or ``api`` (API only: workers execute them)."""
-    role = "api+runs" if state.settings.execute_runs else "api"
+    """Liveness: ``{"status": "ok", "role": …}`` while the process answers — whatever the
+    database does (a restart must not get a live process restarted). ``role``: ``api+runs``
+    (runs execute here) or ``api`` (API only: workers execute them)."""
+    return JSONResponse({"status": "ok", "role": _role(state.settings)})
+
+
+@router.get(
+    "/ready",
+    responses={503: {"description": "The database does not answer (with Retry-After)."}},
+)
+async def ready(state: State) -> JSONResponse:
+    """Readiness: ``{"ready": true, "database": "ok", "role": …}`` when the database answers,
+    else 503 with ``Retry-After`` and the database's error; it recovers by itself."""
+    role = _role(state.settings)
+    problem = await database_problem(state.backend.engine)
+    if problem is None:
+        return JSONResponse({"ready": True, "database": "ok", "role": role})
+    body = {"ready": False, "database": problem, "role": role}
+    return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
+async def database_problem(engine: AsyncEngine) -> str | None:
+    """``None`` when ``SELECT 1`` answers within :data:`HEALTH_TIMEOUT_S`, else what failed
+    (one line: the error's type and first line)."""
     try:
-        async with asyncio.timeout(HEALTH_TIMEOUT_S), state.backend.engine.connect() as conn:
+        async with asyncio.timeout(HEALTH_TIMEOUT_S), engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
     except Exception as exc:
         error = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        detail = f"{type(exc).__name__}: {error}"[:300].rstrip(": ")
-        body = {"status": "degraded", "database": detail, "role": role}
-        return JSONResponse(body, status_code=503)
-    return JSONResponse({"status": "ok", "database": "ok", "role": role})
+        return f"{type(exc).__name__}: {error}"[:300].rstrip(": ")
+    return None
+
+
+def _role(settings: Settings) -> str:
+    return "api+runs" if settings.execute_runs else "api"
 
 
 @router.get(
@@ -148,7 +171,7 @@ async def metrics(request: Request, state: State) -> Response:
 
 
 def install(app: FastAPI, settings: Settings) -> None:
-    """Called by ``create_app``: metrics, middleware, ``/health`` and ``/metrics``."""
+    """Called by ``create_app``: metrics, middleware, ``/health``, ``/ready`` and ``/metrics``."""
     app.state.metrics = Metrics()
     install_middleware(app, settings, app.state.metrics)
     app.include_router(router)

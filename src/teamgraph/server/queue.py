@@ -21,6 +21,7 @@ and passes cancels and replies on. The adapters see the same
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import suppress
@@ -29,6 +30,7 @@ from typing import Any, Literal
 from teamgraph.errors import RunConflict, UsageError
 from teamgraph.events import Event
 from teamgraph.runtime import event_log as rl
+from teamgraph.runtime.backend import LEND_WAIT_S
 from teamgraph.server import repositories as repo
 from teamgraph.server import tracing
 from teamgraph.server.run_manager import RunManager, busy
@@ -37,21 +39,31 @@ from teamgraph.status import EXECUTING, PAUSED, RunStatus
 from teamgraph.storage.direct import Statement
 from teamgraph.storage.models import RunRow, SessionRow
 from teamgraph.storage.notify import EVENTS, Notifications
+from teamgraph.storage.outages import until_reachable
 
 TASK = "teamgraph.execute_run"
 QUEUE = "runs"
+TAKEOVER_QUEUE = "runs.takeover"  # runs of dead workers: every worker keeps slots for these
 Kind = Literal["start", "resume"]
 _SCHEMA_LOCK = 7_421_337  # advisory lock: one process creates the queue's tables
 
 
 class RunQueue:
-    """A procrastinate app on ``url``: :meth:`defer` from API processes, workers run its jobs."""
+    """A procrastinate app on ``url``: :meth:`defer` from API processes, workers run its jobs.
+
+    Its connector rides out database outages: every query is tried again until the database
+    answers (:func:`~teamgraph.storage.outages.until_reachable`) and LISTEN reconnects, so a
+    worker's fetch loop, heartbeat and listener survive a restart instead of stopping the
+    worker; its pool checks a connection before lending it."""
 
     def __init__(self, url: str, pool_size: int = 4) -> None:
-        from procrastinate import App, PsycopgConnector
+        from procrastinate import App
 
         self.url = url
-        self.app = App(connector=PsycopgConnector(conninfo=url, min_size=1, max_size=pool_size))
+        connector = _connector_class()(
+            conninfo=url, min_size=1, max_size=pool_size, timeout=LEND_WAIT_S
+        )
+        self.app = App(connector=connector)
 
     async def __aenter__(self) -> RunQueue:
         await self.setup()
@@ -100,6 +112,33 @@ class RunQueue:
             q=QUEUE,
         )
         return int(rows[0]["n"])
+
+
+@functools.cache
+def _connector_class() -> type[Any]:
+    """procrastinate's psycopg connector, each query retried through outages (procrastinate
+    is imported only where a queue is used)."""
+    from procrastinate import PsycopgConnector
+
+    class OutageProofConnector(PsycopgConnector):
+        async def execute_query_async(self, query: Any, **arguments: Any) -> None:
+            run = super().execute_query_async
+            await until_reachable(lambda: run(query, **arguments), what="a queue query")
+
+        async def execute_query_one_async(self, query: Any, **arguments: Any) -> Any:
+            run = super().execute_query_one_async
+            return await until_reachable(lambda: run(query, **arguments), what="a queue query")
+
+        async def execute_query_all_async(self, query: Any, **arguments: Any) -> Any:
+            run = super().execute_query_all_async
+            return await until_reachable(lambda: run(query, **arguments), what="a queue query")
+
+        async def listen_notify(self, on_notification: Any, channels: Any) -> None:
+            listen = super().listen_notify
+            while True:  # returns only when cancelled; reconnects after an outage
+                await until_reachable(lambda: listen(on_notification, channels), what="LISTEN")
+
+    return OutageProofConnector
 
 
 CANCEL_WAIT_S = 30.0  # how long a cancel waits for the worker to stop the run

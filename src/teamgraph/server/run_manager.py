@@ -4,7 +4,11 @@ events in an ``EventLog`` for readers.
 A live run's life is an explicit state machine (:data:`Phase`, :data:`NEXT`): claimed →
 executing → (stopping →) closing → closed; every transition goes through ``_Live.enter``. A run's
 task executes with its id bound for the logs (:func:`~teamgraph.server.logging.bind_run`): every
-line logged while it executes — by the runner, a tool, the manager — carries ``run_id``."""
+line logged while it executes — by the runner, a tool, the manager — carries ``run_id``.
+
+A run that a database outage stopped (it wrote nothing more and stays ``running``) is resumed
+here from its last checkpoint once the database answers again — nothing finished is redone —
+without a restart or a human; :meth:`RunManager.finished` waits for that resumed execution too."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from teamgraph.server.state import AppState
 from teamgraph.status import OPEN, PAUSED, RunStatus
 from teamgraph.storage.direct import Statement
 from teamgraph.storage.models import RunRow, SessionRow
+from teamgraph.storage.outages import is_outage, until_reachable
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +89,7 @@ class RunManager:
         self.state = state
         self._runners: dict[str, tuple[Team, Runner]] = {}
         self._live: dict[str, _Live] = {}
+        self._recovering: dict[str, asyncio.Task[None]] = {}  # runs an outage stopped
         # admission control: every run is accepted and announced at once, a few execute at a time
         self._slots = asyncio.Semaphore(state.settings.max_concurrent_runs)
         self._writer = rl.EventWriter(state.backend.runs)  # every live run's events, batched
@@ -160,10 +166,17 @@ class RunManager:
         await self._begin(live, stream)
 
     async def finished(self, run_id: str) -> None:
-        """Wait until the run executing here has ended (or paused) and its last writes are done."""
-        live = self._live.get(run_id)
-        if live is not None and live.task is not None:
-            await asyncio.shield(live.task)
+        """Wait until the run executing here has ended (or paused) and its last writes are done
+        — through any resume after a database outage."""
+        while True:
+            recovering = self._recovering.get(run_id)
+            live = self._live.get(run_id)
+            if recovering is not None:
+                await asyncio.shield(recovering)
+            elif live is not None and live.task is not None:
+                await asyncio.shield(live.task)
+            else:
+                return
 
     async def resume(self, run_id: str, answer: str | None = None, **reply: Any) -> RunRow:
         """Continue a paused, cancelled or crashed run (``answer``, ``decisions``, ``default``);
@@ -211,6 +224,8 @@ class RunManager:
 
     async def shutdown(self) -> None:
         """Cancel every running run (they stay resumable) and wait for their last writes."""
+        for recovery in self._recovering.values():
+            recovery.cancel()
         running = list(self._live.values())
         for live in running:
             self._stop(live)
@@ -280,6 +295,8 @@ class RunManager:
         except Exception:
             log.exception("could not close run %s cleanly", live.run_id)
         finally:
+            if live.ready.done() and not stopped and error is not None and is_outage(error):
+                self._recover(live.run_id)
             live.enter("closed")
             self._live.pop(live.run_id, None)
             live.log.end()
@@ -288,6 +305,27 @@ class RunManager:
                 live.ready.set_exception(error if isinstance(error, Exception) else failure)
             elif isinstance(error, Exception):
                 log.error("run %s failed outside the graph: %r", live.run_id, error)
+
+    def _recover(self, run_id: str) -> None:
+        """Resume a run a database outage stopped, once the database answers (tried again
+        through further outages; a run that ended or moved on meanwhile is left alone)."""
+        log.warning("run %s stopped: the database is unreachable; resumed once it is back", run_id)
+
+        async def resume() -> None:
+            store = self.state.backend.runs
+            try:
+                row = await until_reachable(lambda: store.get(run_id), what=f"run {run_id}")
+                if row.status == "running":
+                    await until_reachable(lambda: self.resume(run_id), what=f"resuming {run_id}")
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("run %s could not be resumed after the outage", run_id)
+            finally:
+                self._recovering.pop(run_id, None)
+
+        with bind_run(run_id):
+            self._recovering[run_id] = asyncio.get_running_loop().create_task(resume())
 
     def on_event(self, event: BaseEvent) -> None:
         """A run hook: every event of a live run (the runner adds it to the run's log)."""

@@ -6,9 +6,17 @@ for a cancel (NOTIFY), and releases it at the end. Its writes to the run's row a
 lease: a worker that lost its lease (paused longer than the TTL) stops and writes nothing more.
 
 Recovery needs no human: every ``worker_heartbeat_s`` each worker retries the jobs of workers
-whose procrastinate heartbeat is older than ``worker_stalled_s`` (killed, frozen, cut off), and
-re-queues queued runs whose job was lost. The run continues from its last checkpoint; finished
+whose procrastinate heartbeat is older than ``worker_stalled_s`` (killed, frozen, cut off) —
+unless the run's lease is still being renewed (its worker is alive: draining, or its heartbeat
+was delayed) — into the takeover queue, which every worker serves with
+``worker_takeover_slots`` slots of its own (a full worker still takes orphans over); and it
+re-queues stored runs whose job was lost. The run continues from its last checkpoint; finished
 steps, model replies and approved tool calls are replayed from the journal, never redone.
+
+A database outage stops no worker: its queue's queries and LISTEN are retried until the database
+answers (:class:`~teamgraph.server.queue.RunQueue`), a lease renewal that fails is tried again
+at the next renewal (the lease outlives a short outage), and a run that an outage stopped is
+resumed here, under the same lease, once the database is back (the run manager does it).
 
 On SIGTERM the worker stops claiming, waits up to ``worker_drain_s`` for its runs, hands the
 ones still running to another worker (lease released, job queued again) and exits."""
@@ -34,16 +42,18 @@ from teamgraph.errors import LeaseLost
 from teamgraph.runtime.backend import open_backend
 from teamgraph.server import tracing
 from teamgraph.server.logging import bind_run
-from teamgraph.server.ops import Metrics
-from teamgraph.server.queue import QUEUE, TASK, Kind, RunQueue
+from teamgraph.server.ops import Metrics, database_problem
+from teamgraph.server.queue import QUEUE, TAKEOVER_QUEUE, TASK, Kind, RunQueue
 from teamgraph.server.run_manager import RunManager
 from teamgraph.server.state import AppState, load_teams
 from teamgraph.status import EXECUTING
 from teamgraph.storage.models import RunRow, utcnow
 from teamgraph.storage.notify import CONTROL, Notifications
+from teamgraph.storage.outages import is_outage, until_reachable
 
 log = logging.getLogger(__name__)
 CLAIM_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+POLL_S = 1.0  # a worker also looks for jobs this often (a NOTIFY missed while LISTEN reconnects)
 
 
 class WorkerMetrics:
@@ -92,8 +102,9 @@ class Worker:
             backend = await stack.enter_async_context(open_backend(self.settings))
             sessions = async_sessionmaker(backend.engine, expire_on_commit=False)
             teams = load_teams(self.settings)
+            slots = self.settings.worker_concurrency + self.settings.worker_takeover_slots
             settings = self.settings.model_copy(  # every claimed run executes at once
-                update={"max_concurrent_runs": self.settings.worker_concurrency}
+                update={"max_concurrent_runs": slots}
             )
             self.state = AppState(settings, backend, teams, sessions, self.metrics)
             self.state.runs = self.manager = RunManager(self.state)
@@ -103,6 +114,8 @@ class Worker:
             await self.notes.start()
             stack.push_async_callback(self.notes.close)
             self.queue.app.task(name=TASK, queue=QUEUE, pass_context=True)(self._job)
+            takeovers = asyncio.create_task(self._take_overs())
+            stack.callback(takeovers.cancel)
             if self.settings.worker_health_port:
                 server = await asyncio.start_server(
                     self._health, "0.0.0.0", self.settings.worker_health_port
@@ -115,21 +128,33 @@ class Worker:
             log.info(
                 "worker %s ready (concurrency %d)", self.name, self.settings.worker_concurrency
             )
-            await self.queue.app.run_worker_async(
-                queues=[QUEUE],
-                name=self.name,
-                concurrency=self.settings.worker_concurrency,
-                update_heartbeat_interval=self.settings.worker_heartbeat_s,
-                stalled_worker_timeout=self.settings.worker_stalled_s,
-                shutdown_graceful_timeout=self.settings.worker_drain_s,
-                delete_jobs="successful",
-                install_signal_handlers=True,
-                wait=True,
-            )
+            await self._claiming(QUEUE, self.settings.worker_concurrency, signals=True)
+            takeovers.cancel()
+            with suppress(asyncio.CancelledError):
+                await takeovers
             if self.handed:  # their tasks still run here: stop at once, as a crash would
                 log.warning("drained: runs %s handed to other workers", ", ".join(self.handed))
                 logging.shutdown()
                 os._exit(0)
+
+    async def _claiming(self, queue: str, concurrency: int, signals: bool = False) -> None:
+        """A procrastinate worker on ``queue`` (the one with ``signals`` drains on SIGTERM)."""
+        await self.queue.app.run_worker_async(
+            queues=[queue],
+            name=self.name if signals else f"{self.name}:takeover",
+            concurrency=concurrency,
+            fetch_job_polling_interval=POLL_S,
+            update_heartbeat_interval=self.settings.worker_heartbeat_s,
+            stalled_worker_timeout=self.settings.worker_stalled_s,
+            shutdown_graceful_timeout=self.settings.worker_drain_s,
+            delete_jobs="successful",
+            install_signal_handlers=signals,
+            wait=True,
+        )
+
+    async def _take_overs(self) -> None:
+        """The takeover queue's worker: ``worker_takeover_slots`` slots of its own."""
+        await self._claiming(TAKEOVER_QUEUE, self.settings.worker_takeover_slots)
 
     # --- one job: one run --------------------------------------------------------------------
     async def _job(
@@ -145,13 +170,13 @@ class Worker:
 
     async def _run(self, run_id: str, kind: Kind) -> None:
         store = self.state.backend.runs
-        epoch = await self._claim(run_id)
+        epoch = await until_reachable(lambda: self._claim(run_id), what=f"claiming run {run_id}")
         if epoch is None:
             return  # a live worker holds it: that one executes the run
         store.fence(run_id, self.owner, epoch)
         self.own.in_flight.inc()
         try:
-            row = await store.get(run_id)
+            row = await until_reachable(lambda: store.get(run_id), what=f"reading run {run_id}")
             if row.status not in EXECUTING:
                 return  # ended, paused or cancelled while it waited
             self.own.claims.observe(_since(row.updated_at))
@@ -186,12 +211,8 @@ class Worker:
         return epoch
 
     async def _execute(self, row: RunRow, kind: Kind, epoch: int) -> None:
+        await until_reachable(lambda: self._begin(row, kind), what=f"starting run {row.id}")
         store = self.state.backend.runs
-        if kind == "start" and row.status == "pending":
-            await store.update(row.id, status="running")
-            await self.manager.start_stored(row)
-        else:  # a resume, or a run its dead worker had started: from its last checkpoint
-            await self.manager.resume(row.id)
         ttl = self.settings.lease_ttl_s
         with self.notes.subscribe(CONTROL, row.id) as control:
             done = asyncio.create_task(self.manager.finished(row.id))
@@ -201,7 +222,13 @@ class Worker:
                 heard.cancel()
                 if done.done():
                     break
-                asked = await store.renew_lease(row.id, self.owner, epoch, ttl)
+                try:
+                    asked = await store.renew_lease(row.id, self.owner, epoch, ttl)
+                except Exception as exc:
+                    if not is_outage(exc):
+                        raise
+                    log.warning("could not renew the lease on run %s (%s); retrying", row.id, exc)
+                    continue  # tried again a third of the TTL later: the lease outlives it
                 self.own.renewals.inc()
                 if asked is None:
                     log.warning("lost the lease on run %s: another worker has it", row.id)
@@ -211,6 +238,16 @@ class Worker:
                 if asked:
                     await self.manager.cancel(row.id)
             await done
+
+    async def _begin(self, row: RunRow, kind: Kind) -> None:
+        """Start the stored run, or resume it from its last checkpoint (a resume, a run its dead
+        worker had started, or a start an outage interrupted: repeating this is safe)."""
+        if kind == "start" and row.status == "pending":
+            await self.state.backend.runs.update(row.id, status="running")
+            await self.manager.start_stored(row)
+        else:
+            await self.manager.resume(row.id)
+        row.status = "running"  # tried again after an outage: the run has begun, resume it
 
     async def _hand_over(self, run_id: str, epoch: int) -> None:
         """Give a run this worker cannot finish to another: nothing more of it is written from
@@ -224,18 +261,17 @@ class Worker:
 
     # --- recovery ------------------------------------------------------------------------------
     async def _sweep(self) -> None:
-        """Retry the jobs of dead workers, re-queue queued runs whose job was lost."""
+        """Retry the jobs of dead workers, re-queue stored runs whose job was lost."""
         manager = self.queue.app.job_manager
         while True:
             await asyncio.sleep(self.settings.worker_heartbeat_s)
             try:
-                stalled = await manager.get_stalled_jobs(
-                    queue=QUEUE, seconds_since_heartbeat=self.settings.worker_stalled_s
-                )
-                for job in stalled:
-                    log.warning("run %s: its worker is gone; retrying", job.task_kwargs["run_id"])
-                    await manager.retry_job(job)
-                    self.own.recoveries.inc()
+                for queue in (QUEUE, TAKEOVER_QUEUE):
+                    stalled = await manager.get_stalled_jobs(
+                        queue=queue, seconds_since_heartbeat=self.settings.worker_stalled_s
+                    )
+                    for job in stalled:
+                        await self._take_over(job)
                 await manager.prune_stalled_workers(self.settings.worker_stalled_s)
                 await self._requeue_orphans()
                 self.own.queue_depth.set(await self.queue.depth())
@@ -244,13 +280,36 @@ class Worker:
             except Exception:
                 log.exception("the recovery sweep failed; trying again")
 
+    async def _take_over(self, job: Any) -> None:
+        """Retry a stalled job in the takeover queue — unless its run's lease is still being
+        renewed: its worker is alive (draining, or its heartbeat was late), not gone."""
+        run_id = job.task_kwargs["run_id"]
+        row = await self.state.backend.runs.get(run_id)
+        if row.lease_until is not None and _until(row.lease_until) > 0:
+            return
+        log.warning("run %s: its worker is gone; taking it over", run_id)
+        try:
+            await self.queue.app.job_manager.retry_job(job, queue=TAKEOVER_QUEUE)
+        except Exception as exc:  # e.g. a job for the run is queued already (queueing lock)
+            log.warning("run %s: not retried (%s); a queued job will take it", run_id, exc)
+            return
+        self.own.recoveries.inc()
+
     async def _requeue_orphans(self) -> None:
-        """Runs stored ``pending`` with no job (the API process died before it queued them):
-        queue them (a job already waiting makes this a no-op)."""
+        """Stored runs no worker will execute: ``pending`` ones with no job (the API process
+        died before it queued them) and ``running`` ones whose lease has lapsed with no job
+        left to take them over (an outage stopped them and their worker died since): queue
+        them (a job already waiting makes this a no-op)."""
         cutoff = self.settings.worker_stalled_s
-        for row in await self.state.backend.runs.list(100, status="pending"):
+        store = self.state.backend.runs
+        for row in await store.list(100, status="pending"):
             if row.lease_owner is None and _since(row.updated_at) > cutoff:
                 await self.queue.defer(row.id, "start" if row.lease_epoch == 0 else "resume")
+        for row in await store.list(100, status="running"):
+            claimed = row.lease_epoch > 0  # by a worker (runs executing in an API take none)
+            lapsed = row.lease_until is None or _until(row.lease_until) == 0
+            if claimed and lapsed and _since(row.lease_until or row.updated_at) > cutoff:
+                await self.queue.defer(row.id, "resume")
 
     # --- health --------------------------------------------------------------------------------
     async def _health(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -262,8 +321,9 @@ class Worker:
                 status, body = "200 OK", generate_latest(self.metrics.registry)
             elif path == "/health":
                 status, body = "200 OK", b'{"status":"ok","role":"worker"}'
-            elif path == "/ready":
+            elif path == "/ready":  # claiming, and the database answers
                 ready = self.ready.is_set() and not self.draining
+                ready = ready and await database_problem(self.state.backend.engine) is None
                 status = "200 OK" if ready else "503 Service Unavailable"
                 body = b'{"ready":true}' if ready else b'{"ready":false}'
             else:

@@ -10,10 +10,12 @@ is an error of its own kind.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import sqlite3
 import sys
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
@@ -21,6 +23,10 @@ from teamgraph.errors import DatabaseUnavailable
 
 P = ParamSpec("P")
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_S = 2  # what a request that met an outage is told to wait (503 Retry-After)
+BACKOFF_MAX_S = 2.0  # the longest wait between two attempts to reach the database again
 
 # PostgreSQL SQLSTATEs of a connection that failed or a server that is going away
 _GONE = ("57P01", "57P02", "57P03", "53300")  # admin/crash shutdown, starting up, too many
@@ -99,3 +105,31 @@ def stops_on_outage(
             return await method(*args, **kwargs)
 
     return guarded
+
+
+async def until_reachable(
+    operation: Callable[[], Awaitable[T]], within_s: float | None = None, what: str = "it"
+) -> T:
+    """``await operation()``, again and again while it fails with an outage — waiting 0.05 s,
+    then twice as long each time up to :data:`BACKOFF_MAX_S` — for at most ``within_s`` seconds
+    (``None``: until the database answers). Any other error, or an outage past ``within_s``,
+    is raised. ``operation`` must be safe to repeat (a read, or a write that checks its own
+    preconditions)."""
+    loop = asyncio.get_running_loop()
+    deadline = None if within_s is None else loop.time() + within_s
+    wait, failures = 0.05, 0
+    while True:
+        try:
+            result = await operation()
+        except Exception as exc:
+            if not is_outage(exc) or (deadline is not None and loop.time() + wait > deadline):
+                raise
+            failures += 1
+            if failures == 1:
+                log.warning("the database is unreachable (%s); retrying %s", exc, what)
+            await asyncio.sleep(wait)
+            wait = min(BACKOFF_MAX_S, wait * 2)
+        else:
+            if failures:
+                log.info("the database answers again: %s went through", what)
+            return result
