@@ -13,6 +13,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import sqlite3
 import traceback
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
@@ -232,3 +233,17 @@ def announced(events: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
         elif kind == "tool_called":
             args = json.dumps(event.get("args"), sort_keys=True)
             yield kind, f"{event.get('step_id')}:{event.get('agent')}:{event['tool']}:{args}"
+
+
+class LockedOnce:
+    """The lanes of a SQLite file whose ``n``-th operation finds it locked past its busy
+    timeout (another process held the write lock too long)."""
+
+    def __init__(self, lanes: Any, n: int) -> None:
+        self.lanes, self.n, self.calls = lanes, n, 0
+
+    async def run(self, operation: Any) -> Any:
+        self.calls += 1
+        if self.calls == self.n:
+            raise sqlite3.OperationalError("database is locked")
+        return await self.lanes.run(operation)

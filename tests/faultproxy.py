@@ -17,7 +17,9 @@ import asyncio
 import contextlib
 import socket
 import struct
+import threading
 import time
+from typing import Any
 
 
 class FaultProxy:
@@ -104,3 +106,40 @@ def _abort(writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     writer.transport.abort()
+
+
+class ProxyThread:
+    """A :class:`FaultProxy` on an event loop of its own thread: it keeps passing traffic while
+    the test blocks (a synchronous wait, a subprocess), and is driven from any thread."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.proxy = FaultProxy(upstream)
+        self._call(self.proxy.start())
+
+    def url(self, database: str) -> str:
+        return self.proxy.url(database)
+
+    def reset(self) -> int:
+        return int(self._call(_now(self.proxy.reset)))
+
+    def refuse(self, seconds: float) -> None:
+        self._call(_now(self.proxy.refuse, seconds))
+
+    def stall(self, seconds: float) -> None:
+        self._call(_now(self.proxy.stall, seconds))
+
+    def close(self) -> None:
+        self._call(self.proxy.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+    def _call(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=30)
+
+
+async def _now(function: Any, *args: Any) -> Any:
+    """``function(*args)`` called on the proxy's loop (``stall`` schedules on it)."""
+    return function(*args)

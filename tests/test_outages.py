@@ -12,21 +12,7 @@ from teamgraph import DatabaseUnavailable
 from teamgraph.runtime.team import Team
 from teamgraph.storage.outages import is_outage
 
-from .faultkit import REQUEST
-
-
-class _LockedOnce:
-    """The lanes of a SQLite file whose ``n``-th operation finds it locked past its busy
-    timeout (another process held the write lock too long)."""
-
-    def __init__(self, lanes: Any, n: int) -> None:
-        self.lanes, self.n, self.calls = lanes, n, 0
-
-    async def run(self, operation: Any) -> Any:
-        self.calls += 1
-        if self.calls == self.n:
-            raise sqlite3.OperationalError("database is locked")
-        return await self.lanes.run(operation)
+from .faultkit import REQUEST, LockedOnce
 
 
 async def test_a_run_that_cannot_write_stops_resumable_and_its_resume_redoes_nothing(
@@ -35,7 +21,7 @@ async def test_a_run_that_cannot_write_stops_resumable_and_its_resume_redoes_not
     team = Team.from_dict({"name": "t", "members": ["researcher", "writer"]}, settings=settings)
     async with team.runner() as runner:
         journal = runner.backend.journal
-        journal.lanes = _LockedOnce(journal.lanes, n=12)  # type: ignore[attr-defined]
+        journal.lanes = LockedOnce(journal.lanes, n=12)  # type: ignore[attr-defined]
         seen: list[Any] = []
         with pytest.raises(DatabaseUnavailable, match="resumes from its last checkpoint"):
             async for event in runner.stream(REQUEST, run_id="r"):

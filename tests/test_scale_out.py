@@ -12,134 +12,33 @@ import asyncio
 import json
 import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from teamgraph.config import EXAMPLE_TEAMS
-
+from .cluster import (
+    PASSWORD,
+    REQUEST,
+    SLOW,
+    Client,
+    Cluster,
+    drop_database,
+    free_port,
+    make_database,
+)
 from .helpers import PROCESS_CEILING_S
 
 pytestmark = pytest.mark.timeout(900)  # four processes start at once: slow on a busy machine
-PASSWORD = "Sup3r-secret!"
-LEASE_S = 2.0  # short leases and heartbeats: a dead worker's run moves within seconds
-SLOW = """\
-name: slow
-description: A workflow whose model takes 0.25 s a call.
-pattern: workflow
-model: offline
-model_kwargs: {latency: 0.25}
-members: [researcher, writer]
-"""
-REQUEST = "Compare PostgreSQL and MongoDB on performance, security and cost"
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Cluster:
-    """API processes and workers on one database; every process's output in ``logs``."""
-
-    url: str
-    teams: Path
-    logs: Path
-    apis: list[str] = field(default_factory=list)
-    workers: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)  # pid → process
-    health: dict[int, int] = field(default_factory=dict)  # worker pid → its health port
-
-    def env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "DATABASE_URL": self.url,
-            "TEAMGRAPH_TEAMS_DIRS": json.dumps([str(EXAMPLE_TEAMS), str(self.teams)]),
-            "TEAMGRAPH_JWT_SECRET": "scale-out-tests-share-one-signing-secret",
-            "TEAMGRAPH_KNOWLEDGE_PATH": str(self.logs / "knowledge.db"),
-            "TEAMGRAPH_LEASE_TTL_S": str(LEASE_S),
-            "TEAMGRAPH_WORKER_STALLED_S": str(LEASE_S),
-            "TEAMGRAPH_WORKER_HEARTBEAT_S": "0.5",
-            "TEAMGRAPH_JSON_LOGS": "false",
-            "TEAMGRAPH_OTEL_EXPORTER": "console",  # every process prints its spans
-        }
-
-    def spawn(self, *args: str, name: str) -> subprocess.Popen[bytes]:
-        out = (self.logs / f"{name}.log").open("ab")
-        command = [sys.executable, "-m", "teamgraph", *args]
-        return subprocess.Popen(command, env=self.env(), stdout=out, stderr=subprocess.STDOUT)
-
-    def start_api(self) -> subprocess.Popen[bytes]:
-        port = _port()
-        self.apis.append(f"http://127.0.0.1:{port}")
-        return self.spawn("serve", "--workers", "0", "--port", str(port), name=f"api-{port}")
-
-    def start_worker(self) -> subprocess.Popen[bytes]:
-        port = _port()
-        process = self.spawn("worker", "--health-port", str(port), name=f"worker-{port}")
-        self.workers[process.pid] = process
-        self.health[process.pid] = port
-        return process
-
-    def wait_ready(self, timeout: float = PROCESS_CEILING_S) -> None:
-        urls = [f"{api}/health" for api in self.apis]
-        urls += [f"http://127.0.0.1:{port}/ready" for port in self.health.values()]
-        until = time.monotonic() + timeout
-        for url in urls:
-            while True:
-                try:
-                    if httpx.get(url, timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > until:
-                    raise AssertionError(f"{url} never came up; see {self.logs}")
-                time.sleep(0.2)
-
-    def gone(self, pid: int) -> subprocess.Popen[bytes]:
-        """Forget a worker (killed or stopping); its process."""
-        self.health.pop(pid)
-        return self.workers.pop(pid)
-
-    def holder(self, run_id: str) -> int:
-        """The pid of the worker holding the run's lease (0: none)."""
-        import psycopg
-
-        with psycopg.connect(self.url) as conn:
-            found = conn.execute("SELECT lease_owner FROM runs WHERE id = %s", (run_id,)).fetchone()
-        owner = found[0] if found else None
-        return int(owner.split(":")[1]) if owner else 0
-
-    def spans(self, run_id: str) -> list[dict[str, Any]]:
-        """The spans about ``run_id`` every process has printed so far."""
-        found = []
-        for log in self.logs.glob("*.log"):
-            for line in log.read_text(errors="replace").splitlines():
-                if line.startswith('{"otel_span"'):
-                    span = json.loads(line)
-                    if span["attributes"].get("teamgraph.run_id") == run_id:
-                        found.append(span)
-        return found
-
-    def stop(self) -> None:
-        for process in self.workers.values():
-            if process.poll() is None:
-                process.kill()
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    url = _database()
+    url = make_database()
     folder = tmp_path_factory.mktemp("scale")
     (folder / "teams").mkdir()
     (folder / "teams" / "slow.yaml").write_text(SLOW)
@@ -155,71 +54,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         for api in apis:
             api.terminate()
             api.wait(timeout=30)
-        _drop(url)
-
-
-def _database() -> str:
-    import uuid
-
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        admin = psycopg.connect(ADMIN, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"PostgreSQL is not reachable at 127.0.0.1:5432 ({exc})")
-    name = f"tg_scale_{uuid.uuid4().hex[:10]}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return f"postgresql://postgres@127.0.0.1:5432/{name}"
-
-
-def _drop(url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(ADMIN, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-
-
-ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
-
-
-@dataclass
-class Client:
-    """One user talking to the cluster's API processes."""
-
-    http: httpx.AsyncClient
-    token: str = ""
-    session: str = ""
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
-
-    async def start(self, api: str, team: str = "slow", text: str = REQUEST) -> str:
-        made = await self.http.post(
-            f"{api}/api/v1/auth/session", json={"team": team}, headers=self.headers
-        )
-        assert made.status_code == 201, made.text
-        self.session = made.json()["session_id"]
-        started = await self.http.post(
-            f"{api}/api/v1/sessions/{self.session}/runs", json={"input": text}, headers=self.headers
-        )
-        assert started.status_code == 202, started.text
-        assert started.json()["status"] == "pending"  # queued: a worker executes it
-        return str(started.json()["run_id"])
-
-    async def events(self, api: str, run_id: str, after: int = 0) -> AsyncIterator[dict[str, Any]]:
-        url = f"{api}/api/v1/runs/{run_id}/events?after={after}"
-        async with self.http.stream("GET", url, headers=self.headers) as response:
-            assert response.status_code == 200
-            async for line in response.aiter_lines():
-                if line.startswith("data: "):
-                    yield json.loads(line[6:])
-
-    async def status(self, api: str, run_id: str) -> str:
-        got = await self.http.get(f"{api}/api/v1/runs/{run_id}", headers=self.headers)
-        return str(got.json()["status"])
+        drop_database(url)
 
 
 @pytest.fixture
@@ -377,8 +212,49 @@ async def test_sigterm_drains_a_worker_its_run_finishes(cluster: Cluster, user: 
     kinds = [e["type"] async for e in user.events(a, run_id)]
     assert "resumed" not in kinds  # finished by the worker that had it
     assert await asyncio.to_thread(worker.wait, 60) == 0
+    logs = "".join(log.read_text(errors="replace") for log in cluster.logs.glob("worker-*.log"))
+    # its heartbeat stopped while it drained, but its lease was renewed: no false recovery
+    assert f"run {run_id}: its worker is gone" not in logs
+    assert "Traceback" not in logs and " ERROR " not in logs
     cluster.start_worker()
     cluster.wait_ready()
+
+
+async def test_serve_with_workers_stops_them_when_it_is_stopped(cluster: Cluster) -> None:
+    port = free_port()
+    server = cluster.spawn("serve", "--workers", "2", "--port", str(port), name=f"serve-{port}")
+    children: list[int] = []
+    until = time.monotonic() + PROCESS_CEILING_S
+    while len(children) < 2 or not await _answers(f"http://127.0.0.1:{port}/health"):
+        assert time.monotonic() < until and server.poll() is None, "serve never came up"
+        children = _children(server.pid)
+        await asyncio.sleep(0.2)
+    server.send_signal(signal.SIGTERM)
+    await asyncio.to_thread(server.wait, PROCESS_CEILING_S)
+    while alive := [pid for pid in children if _alive(pid)]:  # not left behind as orphans
+        assert time.monotonic() < until, f"workers {alive} outlived serve"
+        await asyncio.sleep(0.2)
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+async def _answers(url: str) -> bool:
+    try:
+        async with httpx.AsyncClient(timeout=2) as http:
+            return (await http.get(url)).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 async def _last(user: Client, api: str, run_id: str) -> str:

@@ -30,6 +30,7 @@ from teamgraph.server.app import create_app
 from teamgraph.server.state import AppState
 from teamgraph.storage.run_store import ROW_RESERVE
 
+from ..faultkit import LockedOnce
 from ..helpers import CEILING_S, eventually
 from .conftest import User, make_session
 
@@ -616,3 +617,24 @@ async def test_a_writer_stopped_mid_write_never_leaves_close_waiting(
     await asyncio.wait_for(second.close(), CEILING_S)  # a new writer task takes the next batch
     assert await _collect(_stored(store, "kept", 0)) == [1]
     assert await _collect(_stored(store, "cut", 0)) == []
+
+
+async def test_a_run_an_outage_stopped_is_resumed_by_the_server_and_its_stream_goes_on(
+    client: httpx.AsyncClient, app: FastAPI, alice: User
+) -> None:
+    journal = app.state.teamgraph.backend.journal
+    if not hasattr(journal, "lanes"):
+        pytest.skip("the outage is made by locking the SQLite journal's lanes")
+    journal.lanes = LockedOnce(journal.lanes, n=12)  # locked past its timeout, once, mid-run
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    run_id = await start(client, alice, sid, REQUEST)
+    events = await sse(client, alice, run_id)  # one stream, through the stop and the resume
+    kinds = [e["event"] for e in events]
+    assert journal.lanes.calls >= 12 and "resumed" in kinds  # it did stop, and went on
+    assert kinds[-1] == "run_completed" and "run_failed" not in kinds
+    ids = [e["id"] for e in events]
+    assert ids == sorted(set(ids))  # no event lost or repeated
+    finished = [e["data"]["step_id"] for e in events if e["event"] == "step_completed"]
+    assert len(finished) == len(set(finished))  # no finished step ran again
+    run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
+    assert run["status"] == "completed"

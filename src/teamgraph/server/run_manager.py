@@ -217,10 +217,19 @@ class RunManager:
         """Stored events with ``seq > after_seq``, then live ones until this execution ends."""
         return rl.one_by_one(self.batches(run_id, after_seq))
 
-    def batches(self, run_id: str, after_seq: int = 0) -> AsyncGenerator[list[Event], None]:
-        """:meth:`events` in batches of what was ready together (``event_log.replay``)."""
-        live = self._live.get(run_id)
-        return rl.replay(self.state.backend.runs, run_id, after_seq, live.log if live else None)
+    async def batches(self, run_id: str, after_seq: int = 0) -> AsyncGenerator[list[Event], None]:
+        """:meth:`events` in batches of what was ready together (``event_log.replay``); a run
+        that a database outage stopped goes on in the same stream once it is resumed."""
+        while True:
+            live = self._live.get(run_id)
+            log = live.log if live else None
+            async for batch in rl.replay(self.state.backend.runs, run_id, after_seq, log):
+                after_seq = batch[-1].seq
+                yield batch
+            recovering = self._recovering.get(run_id)
+            if recovering is None:
+                return
+            await asyncio.shield(recovering)
 
     async def shutdown(self) -> None:
         """Cancel every running run (they stay resumable) and wait for their last writes."""
