@@ -51,6 +51,7 @@ class Cluster:
     apis: list[str] = field(default_factory=list)
     workers: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)  # pid → process
     health: dict[int, int] = field(default_factory=dict)  # worker pid → its health port
+    extra: dict[str, str] = field(default_factory=dict)  # more environment for every process
 
     def env(self) -> dict[str, str]:
         return {
@@ -64,6 +65,7 @@ class Cluster:
             "TEAMGRAPH_WORKER_HEARTBEAT_S": "0.5",
             "TEAMGRAPH_JSON_LOGS": "false",
             "TEAMGRAPH_OTEL_EXPORTER": "console",  # every process prints its spans
+            **self.extra,
         }
 
     def spawn(self, *args: str, name: str) -> subprocess.Popen[bytes]:

@@ -29,6 +29,9 @@ from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStep
 from teamgraph.storage.run_store import PostgresRunStore, RunStore, SqlRunStore
 
 LEND_WAIT_S = 5.0  # how long a query waits for a pooled PostgreSQL connection (then: outage)
+# psycopg_pool retries a failed connection after 1, 2, 4, 8 … s; giving an attempt up after 2 s
+# makes the next request start a fresh one at once: the pool is back within ~1 s of the database
+RECONNECT_S = 2.0
 ASYNC_WAIT_S = 5.0  # how long aiosqlite's connections (app tables, the store) wait for a lock
 
 
@@ -170,6 +173,7 @@ def _langgraph_pool(url: str, size: int) -> Any:
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
         check=AsyncConnectionPool.check_connection,
         timeout=LEND_WAIT_S,  # a request in an outage is refused (503) soon, not after 30 s
+        reconnect_timeout=RECONNECT_S,
         open=False,  # opened by ``async with`` (on the running loop)
     )
 

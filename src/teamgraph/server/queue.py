@@ -30,7 +30,7 @@ from typing import Any, Literal
 from teamgraph.errors import RunConflict, UsageError
 from teamgraph.events import Event
 from teamgraph.runtime import event_log as rl
-from teamgraph.runtime.backend import LEND_WAIT_S
+from teamgraph.runtime.backend import LEND_WAIT_S, RECONNECT_S
 from teamgraph.server import repositories as repo
 from teamgraph.server import tracing
 from teamgraph.server.run_manager import RunManager, busy
@@ -61,7 +61,11 @@ class RunQueue:
 
         self.url = url
         connector = _connector_class()(
-            conninfo=url, min_size=1, max_size=pool_size, timeout=LEND_WAIT_S
+            conninfo=url,
+            min_size=1,
+            max_size=pool_size,
+            timeout=LEND_WAIT_S,
+            reconnect_timeout=RECONNECT_S,
         )
         self.app = App(connector=connector)
 

@@ -312,7 +312,7 @@ class RunManager:
             if not live.ready.done():  # it failed to start: the caller gets the error
                 failure = RunConflict("the run stopped before it started")
                 live.ready.set_exception(error if isinstance(error, Exception) else failure)
-            elif isinstance(error, Exception):
+            elif isinstance(error, Exception) and not is_outage(error):  # an outage: resumed
                 log.error("run %s failed outside the graph: %r", live.run_id, error)
 
     def _recover(self, run_id: str) -> None:

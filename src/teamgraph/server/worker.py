@@ -277,8 +277,11 @@ class Worker:
                 self.own.queue_depth.set(await self.queue.depth())
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("the recovery sweep failed; trying again")
+            except Exception as exc:
+                if is_outage(exc):  # the database is unreachable: the next sweep tries again
+                    log.warning("the recovery sweep waits for the database (%s)", exc)
+                else:
+                    log.exception("the recovery sweep failed; trying again")
 
     async def _take_over(self, job: Any) -> None:
         """Retry a stalled job in the takeover queue — unless its run's lease is still being
