@@ -352,6 +352,8 @@ def main() -> None:
         "TEAMGRAPH_RATE_LIMITS": '{"chat": "100000/minute", "stream": "100000/minute", '
         '"register": "100000/minute", "login": "100000/minute"}',
         "TEAMGRAPH_OTEL_EXPORTER": "",
+        "TEAMGRAPH_DB_POOL_SIZE": "4",  # four processes on a shared server's 100 connections
+        "TEAMGRAPH_DB_MAX_OVERFLOW": "4",
         "TEAMGRAPH_LEASE_TTL_S": "10",  # the defaults, as deployed
         "TEAMGRAPH_WORKER_STALLED_S": "10",
         "TEAMGRAPH_WORKER_HEARTBEAT_S": "2",

@@ -16,7 +16,7 @@ from teamgraph.faults import point
 from teamgraph.status import END_EVENTS, EXECUTING, PAUSE_EVENTS
 from teamgraph.storage.direct import Statement
 from teamgraph.storage.notify import EVENTS, Notifications
-from teamgraph.storage.outages import is_outage, until_reachable
+from teamgraph.storage.outages import BACKOFF_MAX_S, is_outage, until_reachable
 from teamgraph.storage.run_store import RunStore
 
 log = logging.getLogger(__name__)
@@ -187,7 +187,7 @@ class EventWriter:
                 log.warning("storing events waits for the database (%s)", exc)
             await asyncio.sleep(delay)
             waited += delay
-            delay = min(delay * 2, 2.0)
+            delay = min(delay * 2, BACKOFF_MAX_S)
 
     async def _committed(self, event: BaseEvent) -> bool:
         """Whether ``event`` is stored (the few events from it on are read, to the end)."""

@@ -26,7 +26,9 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = 2  # what a request that met an outage is told to wait (503 Retry-After)
-BACKOFF_MAX_S = 2.0  # the longest wait between two attempts to reach the database again
+# the longest wait between two attempts to reach the database again: an attempt costs the
+# database one connection attempt, and work resumes at most this long after it is back
+BACKOFF_MAX_S = 0.5
 
 # PostgreSQL SQLSTATEs of a connection that failed or a server that is going away
 _GONE = ("57P01", "57P02", "57P03", "53300")  # admin/crash shutdown, starting up, too many
