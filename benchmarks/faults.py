@@ -90,6 +90,7 @@ class Bench:
         self.in_fault = False
         self.reference: dict[str, Any] | None = None
         self.users: dict[int, Client] = {}
+        self.kinds = ["reset", "stall", "kill"]
 
     # --- clients ----------------------------------------------------------------------------
     async def client(
@@ -187,7 +188,7 @@ class Bench:
 
     # --- faults -----------------------------------------------------------------------------
     async def inject(self, count: int, restarts: int, rng: random.Random, tally: Tally) -> None:
-        kinds = ["reset", "stall", "kill"]
+        kinds = self.kinds
         plan = [rng.choice(kinds) for _ in range(count - restarts)] + ["restart"] * restarts
         rng.shuffle(plan)
         for kind in plan:
@@ -197,9 +198,12 @@ class Bench:
             await self._fault(kind, rng)
             back = time.monotonic()
             tally.faults[kind] += 1
+            recovery = asyncio.create_task(self._recovered(in_flight, back))
             await asyncio.sleep(0.5)  # requests already answered during the fault still count
             self.in_fault = False
-            took = await self._recovered(in_flight, back)
+            took, last = await recovery
+            moment = time.strftime("%H:%M:%S", time.localtime(time.time() - took))
+            print(f"  {moment} {kind}: recovered in {took:.2f} s (last: run {last})", flush=True)
             tally.recoveries.append(took)
             tally.by_kind.setdefault(kind, []).append(took)
 
@@ -248,11 +252,12 @@ class Bench:
             ).fetchall()
         return {str(run_id): int(seq) for run_id, seq in rows}
 
-    async def _recovered(self, in_flight: dict[str, int], back: float) -> float:
-        """Seconds from ``back`` until every run of ``in_flight`` stored a new event or ended."""
+    async def _recovered(self, in_flight: dict[str, int], back: float) -> tuple[float, str]:
+        """Seconds from ``back`` until every run of ``in_flight`` stored a new event or ended,
+        and the last run to do so."""
         import psycopg
 
-        waiting = dict(in_flight)
+        waiting, last = dict(in_flight), ""
         while waiting:
             try:
                 async with await psycopg.AsyncConnection.connect(self.direct_url) as conn:
@@ -263,6 +268,7 @@ class Bench:
                     for run_id, seq, status in await cursor.fetchall():
                         if seq > waiting[run_id] or status not in ("pending", "running"):
                             waiting.pop(run_id)
+                            last = run_id
             except psycopg.OperationalError:
                 pass  # the real server is still restarting
             if waiting:
@@ -270,7 +276,7 @@ class Bench:
             if time.monotonic() - back > 300:
                 print(f"  runs {sorted(waiting)} did not move within 300 s", flush=True)
                 break
-        return time.monotonic() - back
+        return time.monotonic() - back, last
 
 
 def _json(text: str) -> dict[str, Any]:
@@ -340,6 +346,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--baseline-s", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--kinds", default="reset,stall,kill", help="faults drawn from these")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     direct = make_database()
@@ -364,6 +371,7 @@ def main() -> None:
     try:
         cluster.wait_ready()
         bench = Bench(cluster, proxy, direct)
+        bench.kinds = args.kinds.split(",")
         base = asyncio.run(_phase(bench, args.clients, args.baseline_s, 0, 0, rng))
         _report(f"baseline ({args.baseline_s:.0f} s, no fault)", base)
         faulted = asyncio.run(_phase(bench, args.clients, 0, args.faults, args.restarts, rng))
