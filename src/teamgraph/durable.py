@@ -93,6 +93,11 @@ class JournalKey:
         """A human's reply (answer, decisions) to the pause ``interrupt_id`` of a run."""
         return JournalKey(f"{self.text}/reply:{interrupt_id}")
 
+    def cache_lookup(self) -> JournalKey:
+        """What the plan cache answered the planner (a reused plan, or none): kept so that a
+        re-executed plan node decides as the first execution did."""
+        return JournalKey(f"{self.text}/cache")
+
     def input_plan(self) -> JournalKey:
         """The explicit plan a run was given (its run id's key): kept so that a run stopped
         before its first checkpoint starts again with it."""

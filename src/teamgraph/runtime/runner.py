@@ -40,6 +40,7 @@ from teamgraph.llm.usage import UsageTracker
 from teamgraph.patterns import pattern_of
 from teamgraph.patterns.contract import Outcome, RunInput
 from teamgraph.plan import Plan
+from teamgraph.planning.plan_cache import PlanCache
 from teamgraph.planning.templates import Template, available
 from teamgraph.result import RunResult
 from teamgraph.run_context import Emitter, RunContext
@@ -442,6 +443,7 @@ class Runner:
                 notes_namespace=("teamgraph", "notes", self.team.name, user),
             ),
             store=self.backend.store,
+            plan_cache=self._plan_cache() if cassette is None else None,  # replays as recorded
             user_id=user,
             ledger=self.ledger,
             journal=Journal(self.backend.journal),
@@ -450,6 +452,11 @@ class Runner:
             cassette=cassette,
             checkpointer=self.backend.checkpointer,
         )
+
+    def _plan_cache(self) -> PlanCache | None:
+        """The plan cache of this runner's runs (none where the backend keeps no entries)."""
+        plans = self.backend.plans
+        return PlanCache(plans, self.config.settings) if plans is not None else None
 
     def _emitter(
         self, run_id: str, queue: asyncio.Queue[BaseEvent | None], seqs: SeqBlock, log: EventLog
