@@ -74,6 +74,7 @@ class PlanCache:
     def __init__(self, store: PlanCacheStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
+        self._vectors: dict[tuple[str, str], Vectors] = {}  # a lookup's, for the write after it
 
     def threshold(self, team: TeamSpec) -> float | None:
         """The similarity a reuse needs for ``team``; None when the cache is off for it."""
@@ -100,7 +101,7 @@ class PlanCache:
         if not entries:
             return None
         words = words_of(request)
-        vector = await asyncio.to_thread(embedder.embed_query, embedding_text(words))
+        vector = await self._embed(embedder, embedding_text(words))
         rules = PlanRules(tuple(m.name for m in scope.team.members), scope.team.workflow.max_steps)
         described = " ".join(f"{m.name} {m.description}" for m in scope.team.members)
         for similarity, entry in _ranked(entries, vector):
@@ -126,7 +127,7 @@ class PlanCache:
         if embedder is None:
             return
         words = words_of(request)
-        vector = await asyncio.to_thread(embedder.embed_query, embedding_text(words))
+        vector = await self._embed(embedder, embedding_text(words))
         entry = CacheEntry(
             id=uuid.uuid4().hex,
             team=scope.team.name,
@@ -138,6 +139,12 @@ class PlanCache:
             created_at=time.time(),
         )
         await self.store.add(entry, self.settings.plan_cache_size)
+
+    async def _embed(self, embedder: Embedder, text: str) -> Vectors:
+        key = (embedder.name, text)
+        if key not in self._vectors:
+            self._vectors[key] = await asyncio.to_thread(embedder.embed_query, text)
+        return self._vectors[key]
 
 
 def cache_key(scope: Scope, embedding_model: str) -> str:

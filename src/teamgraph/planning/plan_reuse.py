@@ -124,10 +124,11 @@ def _mapped(plan: dict[str, Any], change: Any) -> dict[str, Any]:
 
 
 def _pattern(value: str) -> re.Pattern[str]:
-    """``value`` as written, any case, not inside a longer word."""
-    return re.compile(
-        rf"(?<!\w){re.escape(value)}(?!\w)" if value.isascii() else re.escape(value), re.I
-    )
+    """``value`` in any case; a Latin word not inside a longer one (beside a CJK character is
+    beside no word: "Redis和Memcached")."""
+    if not value.isascii():
+        return re.compile(re.escape(value), re.I)
+    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])", re.I)
 
 
 def _slug_pattern(value: str) -> re.Pattern[str]:
