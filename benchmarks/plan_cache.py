@@ -71,7 +71,7 @@ class Planner:
 
     def model(self, team: str) -> FunctionChatModel:
         members = self.teams[team]
-        return FunctionChatModel(fn=lambda m: self.reply(m, members), latency=self.latency)
+        return FunctionChatModel(fn=lambda m: self.reply(m, members))
 
     def reply(self, messages: list[BaseMessage], members: list[WorkerInfo]) -> Any:
         brief = current_brief()
@@ -87,7 +87,12 @@ class Planner:
         usage = UsageMetadata(
             input_tokens=prompt, output_tokens=output, total_tokens=prompt + output
         )
-        return AIMessage(text, usage_metadata=usage)
+        return self.answer(AIMessage(text, usage_metadata=usage))
+
+    async def answer(self, reply: AIMessage) -> AIMessage:
+        """The reply after the planner's latency (the workers answer at once)."""
+        await asyncio.sleep(self.latency)
+        return reply
 
 
 @dataclass
@@ -200,17 +205,7 @@ def report(
         )
         print(f"  reused plan identical to the fresh plan (steps): {same}/{len(hits)}")
         if show:
-            for i, r in enumerate(cached[name]):
-                steps = r.decision.plan.to_dict()["steps"]
-                if (
-                    r.decision.tier == "cache"
-                    and steps != fresh[name][i].decision.plan.to_dict()["steps"]
-                ):
-                    print(
-                        f"    differs: {r.case.request!r}\n      reused {steps}\n      fresh  {fresh[name][i].decision.plan.to_dict()['steps']}"
-                    )
-                elif r.decision.tier != "cache" and name == "second":
-                    print(f"    missed: {r.case.request!r}")
+            show_differences(name, cached[name], fresh[name])
         hit_times = [cached[name][i].first_step_s for i in hits]
         miss_times = [r.first_step_s for i, r in enumerate(cached[name]) if i not in hits]
         base_times = [fresh[name][i].first_step_s for i in hits]
@@ -226,6 +221,17 @@ def report(
         f"({off.calls - on.calls} saved, {(off.calls - on.calls) / off.calls:.1%}); "
         f"tokens (estimated): {off.tokens} → {on.tokens} ({off.tokens - on.tokens} saved)"
     )
+
+
+def show_differences(name: str, cached: list[Ran], fresh: list[Ran]) -> None:
+    for ran, baseline in zip(cached, fresh, strict=True):
+        steps = ran.decision.plan.to_dict()["steps"]
+        fresh_steps = baseline.decision.plan.to_dict()["steps"]
+        if ran.decision.tier == "cache" and steps != fresh_steps:
+            print(f"    differs: {ran.case.request!r}")
+            print(f"      reused {steps}\n      fresh  {fresh_steps}")
+        elif ran.decision.tier != "cache" and name == "second":
+            print(f"    missed: {ran.case.request!r}")
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from teamgraph.brief import Brief, Member
 from teamgraph.durable import JournalKey
 from teamgraph.errors import RunStop
 from teamgraph.llm.call import Caller, ask
+from teamgraph.llm.resolve import is_offline
 from teamgraph.plan import Plan, PlanDecision, PlanRules
 from teamgraph.planning.plan_cache import Scope
 from teamgraph.planning.routing import WorkerInfo
@@ -149,7 +150,7 @@ async def _remember(request: str, ctx: RunContext, plan: Plan, notes: list[str])
 def _offline_planner(ctx: RunContext) -> bool:
     """Whether the planner's model is the offline model (whose plans the rules make)."""
     _, name = ctx.models.for_role(PLANNER, ctx.team.model, ctx.team.model_kwargs)
-    return name == "offline" or name.startswith("offline:")
+    return is_offline(name)
 
 
 def _checked(plan: Plan, ctx: RunContext, notes: list[str], what: str) -> Plan | None:

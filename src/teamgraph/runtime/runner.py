@@ -48,6 +48,7 @@ from teamgraph.runtime.backend import Backend
 from teamgraph.runtime.config import RunConfig, RunHooks
 from teamgraph.runtime.event_log import EventLog, EventWriter
 from teamgraph.runtime.pauses import DecisionLike, emit_pauses, pending_requests, resume_command
+from teamgraph.runtime.reranker import reranker
 from teamgraph.runtime.results import build_result
 from teamgraph.specs.team import TeamSpec
 from teamgraph.status import FINISHED
@@ -427,7 +428,7 @@ class Runner:
             models = ModelProvider(
                 config.settings, config.models, config.model, StandIn(), self.backend.rates
             )
-        return RunContext(
+        ctx = RunContext(
             run_id=run_id,
             thread_id=thread_id,
             team=self.team,
@@ -452,6 +453,8 @@ class Runner:
             cassette=cassette,
             checkpointer=self.backend.checkpointer,
         )
+        ctx.tool_resources.rerank = reranker(ctx)
+        return ctx
 
     def _plan_cache(self) -> PlanCache | None:
         """The plan cache of this runner's runs (none where the backend keeps no entries)."""

@@ -174,6 +174,11 @@ class TeamSpec(BaseModel):
         "openai:<model>, ollama:<model>, or none (keyword only); unset: the embedding_model "
         "setting.",
     )
+    rerank: bool = Field(
+        default=False,
+        description="search_docs has the team's model order the passages it found (one more "
+        "model call per search; never with the offline model).",
+    )
     workflow: WorkflowOptions = Field(default_factory=WorkflowOptions)
     supervisor: SupervisorOptions = Field(default_factory=SupervisorOptions)
     swarm: SwarmOptions = Field(default_factory=SwarmOptions)
