@@ -229,3 +229,18 @@ async def test_a_store_keeps_entries_per_key_and_owner() -> None:
 
 def _one_step() -> str:
     return json.dumps({"steps": [{"id": "only", "worker": "analyst", "task": "compare them"}]})
+
+
+async def test_the_cache_on_postgresql_reuses_per_user_and_forgets_a_changed_spec(
+    pg_url: str, tmp_path: Path
+) -> None:
+    settings = Settings(database_url=pg_url, knowledge_path=tmp_path / "kb.db")
+    planner = Planner()
+    await run(team_of(settings, planner), FIRST, "run-1", user_id="alice")
+    other, _ = await run(team_of(settings, planner), SIMILAR, "run-2", user_id="bob")
+    hit, announced = await run(team_of(settings, planner), SIMILAR, "run-3", user_id="alice")
+    assert other.planner_tier == "llm"
+    assert hit.planner_tier == "cache" and announced.tier == "cache" and planner.planned == 2
+    changed_spec = team_of(settings, planner, description="v2")
+    changed, _ = await run(changed_spec, SIMILAR, "run-4", user_id="alice")
+    assert changed.planner_tier == "llm"
