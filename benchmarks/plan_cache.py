@@ -2,7 +2,8 @@
 planner calls and tokens saved, time to the first step.
 
 Run: ``.venv/bin/python benchmarks/plan_cache.py`` (about a minute; ``--planner-latency S`` to
-give the planner model a latency of its own, ``--limit N`` for the last N requests only). A
+give the planner model a latency of its own, ``--limit N`` for the last N requests only,
+``--threshold T`` for another similarity threshold). A
 benchmark, not a test: it prints figures.
 
 The workload is ``evals/planning.yaml``, each request run for its team of
@@ -163,7 +164,7 @@ def ms(values: list[float]) -> str:
     return f"p50 {statistics.median(values) * 1000:.1f} ms (n={len(values)})"
 
 
-async def main_async(latency: float, limit: int | None, show: bool) -> None:
+async def main_async(latency: float, limit: int | None, show: bool, threshold: float) -> None:
     teams, cases = load()
     cases = cases[::-1][:limit][::-1] if limit else cases  # the last ones: comparisons too
     again = [asked_again(c) for c in cases]
@@ -174,6 +175,7 @@ async def main_async(latency: float, limit: int | None, show: bool) -> None:
             settings = Settings(
                 database_url=f"sqlite:///{tmp}/{mode.replace(' ', '_')}.db",
                 plan_cache=on,
+                plan_cache_threshold=threshold,
                 user_id="bench",
             )
             planner = Planner(teams, latency)
@@ -238,9 +240,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--planner-latency", type=float, default=0.0, help="seconds per call")
     parser.add_argument("--limit", type=int, default=None, help="only the last N requests")
+    parser.add_argument("--threshold", type=float, default=Settings().plan_cache_threshold)
     parser.add_argument("--show", action="store_true", help="list reused plans that differ")
     args = parser.parse_args()
-    asyncio.run(main_async(args.planner_latency, args.limit, args.show))
+    asyncio.run(main_async(args.planner_latency, args.limit, args.show, args.threshold))
 
 
 if __name__ == "__main__":
