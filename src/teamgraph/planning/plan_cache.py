@@ -74,7 +74,8 @@ class PlanCache:
     def __init__(self, store: PlanCacheStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
-        self._vectors: dict[tuple[str, str], Vectors] = {}  # a lookup's, for the write after it
+        # the request's vector, made once per run: by the lookup, or while the model plans
+        self._vectors: dict[tuple[str, str], asyncio.Task[Vectors]] = {}
 
     def threshold(self, team: TeamSpec) -> float | None:
         """The similarity a reuse needs for ``team``; None when the cache is off for it."""
@@ -97,11 +98,12 @@ class PlanCache:
         embedder = self.embedder(scope.team)
         if threshold is None or embedder is None:
             return None
+        words = words_of(request)
+        embedding = self._embedding(embedder, embedding_text(words))  # meanwhile: the read
         entries = await self.store.entries(cache_key(scope, embedder.name), scope.owner)
         if not entries:
-            return None
-        words = words_of(request)
-        vector = await self._embed(embedder, embedding_text(words))
+            return None  # the vector is made while the model plans, for the write after it
+        vector = await embedding
         rules = PlanRules(tuple(m.name for m in scope.team.members), scope.team.workflow.max_steps)
         described = " ".join(f"{m.name} {m.description}" for m in scope.team.members)
         for similarity, entry in _ranked(entries, vector):
@@ -127,7 +129,7 @@ class PlanCache:
         if embedder is None:
             return
         words = words_of(request)
-        vector = await self._embed(embedder, embedding_text(words))
+        vector = await self._embedding(embedder, embedding_text(words))
         entry = CacheEntry(
             id=uuid.uuid4().hex,
             team=scope.team.name,
@@ -140,11 +142,20 @@ class PlanCache:
         )
         await self.store.add(entry, self.settings.plan_cache_size)
 
-    async def _embed(self, embedder: Embedder, text: str) -> Vectors:
+    def _embedding(self, embedder: Embedder, text: str) -> asyncio.Task[Vectors]:
+        """The vector of ``text``, being made on a thread (the offline model's first use in a
+        process loads it: up to a second or two, which the planner's model call hides)."""
         key = (embedder.name, text)
         if key not in self._vectors:
-            self._vectors[key] = await asyncio.to_thread(embedder.embed_query, text)
+            task = asyncio.ensure_future(asyncio.to_thread(embedder.embed_query, text))
+            task.add_done_callback(_retrieved)  # a failure nobody awaits is not logged as lost
+            self._vectors[key] = task
         return self._vectors[key]
+
+
+def _retrieved(task: asyncio.Task[Vectors]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def cache_key(scope: Scope, embedding_model: str) -> str:
