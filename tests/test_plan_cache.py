@@ -244,3 +244,49 @@ async def test_the_cache_on_postgresql_reuses_per_user_and_forgets_a_changed_spe
     changed_spec = team_of(settings, planner, description="v2")
     changed, _ = await run(changed_spec, SIMILAR, "run-4", user_id="alice")
     assert changed.planner_tier == "llm"
+
+
+class Answers:
+    """A stand-in plan cache: answers ``reuse`` once, then fails the test if asked again."""
+
+    def __init__(self, reuse: Any) -> None:
+        self.reuse = reuse
+        self.asked = 0
+
+    async def lookup(self, scope: Any, request: str, notes: list[str]) -> Any:
+        self.asked += 1
+        assert self.asked == 1, "the cache was asked again"
+        return self.reuse
+
+
+async def test_a_re_executed_plan_node_decides_as_the_first_execution_did(
+    settings: Settings,
+) -> None:
+    from types import SimpleNamespace
+
+    from teamgraph.durable import Journal
+    from teamgraph.llm.provider import ModelProvider
+    from teamgraph.patterns.planner import _cached_plan
+    from teamgraph.planning.plan_cache import Reuse
+    from teamgraph.storage.run_records import StoreJournal
+
+    plan = Plan(steps=[Step(id="s", worker="writer", task=SIMILAR)])
+    journal = Journal(StoreJournal(InMemoryStore()))
+    team = team_of(settings, Planner()).spec
+    for reuse, run_id in ((Reuse(plan, 0.97, FIRST), "run-1"), (None, "run-2")):
+        cache = Answers(reuse)
+        ctx = SimpleNamespace(
+            plan_cache=cache,
+            journal=journal,
+            task_scope=lambda name, run_id=run_id: f"{run_id}//{name}",
+            models=ModelProvider(settings, {}, FunctionChatModel(fn=lambda m: "")),
+            team=team,
+            templates={},
+            user_id="alice",
+        )
+        first_notes: list[str] = []
+        first = await _cached_plan(SIMILAR, ctx, first_notes)  # type: ignore[arg-type]
+        again_notes: list[str] = []
+        again = await _cached_plan(SIMILAR, ctx, again_notes)  # type: ignore[arg-type]
+        assert again == first == (plan if reuse else None)
+        assert again_notes == first_notes and cache.asked == 1
