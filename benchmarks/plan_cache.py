@@ -127,7 +127,7 @@ async def one_run(runner: Any, case: Case, run_id: str) -> Ran:
         if event.type == "step_started" and not first_step:
             first_step = time.perf_counter() - started
     result = await runner.result(run_id)
-    decision = PlanDecision(result.plan, result.planner_tier or "?")
+    decision = PlanDecision(result.plan, result.planner_tier or "explicit")
     return Ran(case, decision, first_step)
 
 
