@@ -239,6 +239,15 @@ class Journal:
                 entries.append(ModelEntry.model_validate(data))
         return entries
 
+    async def cache_answer(self, key: JournalKey) -> tuple[bool, Any]:
+        """What the plan cache answered at ``key`` (:meth:`JournalKey.cache_lookup`): whether
+        it was asked, and its answer (JSON values)."""
+        saved = await self.store.recall(key.text)
+        return (False, None) if saved is None else (True, json.loads(saved))
+
+    async def keep_cache_answer(self, key: JournalKey, answer: Any) -> None:
+        await self.store.record(key.text, json.dumps(answer))
+
     async def keep_input_plan(self, run_id: str, plan: dict[str, Any]) -> None:
         await self.store.record(JournalKey.task(run_id).input_plan().text, json.dumps(plan))
 

@@ -5,8 +5,6 @@ checked and repaired with :mod:`teamgraph.plan`."""
 
 from __future__ import annotations
 
-import json
-
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from teamgraph import prompts
@@ -112,9 +110,8 @@ async def _cached_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan 
     if ctx.plan_cache is None:
         return None
     key = JournalKey.task(ctx.task_scope(PLANNER)).cache_lookup()
-    saved = await ctx.journal.store.recall(key.text)
-    if saved is not None:
-        found = json.loads(saved)
+    asked, found = await ctx.journal.cache_answer(key)
+    if asked:
         if found is None:
             return None
         notes.extend(found["notes"])
@@ -132,7 +129,7 @@ async def _cached_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan 
         )
     notes.extend(cache_notes)
     found = None if reused is None else {"plan": reused.plan.to_dict(), "notes": cache_notes}
-    await ctx.journal.store.record(key.text, json.dumps(found))
+    await ctx.journal.keep_cache_answer(key, found)
     return None if reused is None else reused.plan
 
 

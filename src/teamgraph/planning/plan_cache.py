@@ -30,7 +30,6 @@ import asyncio
 import hashlib
 import json
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -130,10 +129,12 @@ class PlanCache:
             return
         words = words_of(request)
         vector = await self._embedding(embedder, embedding_text(words))
+        key = cache_key(scope, embedder.name)
         entry = CacheEntry(
-            id=uuid.uuid4().hex,
+            # one entry per request (a run re-executed after a crash, a request asked again)
+            id=hashlib.sha256(f"{key}\n{scope.owner}\n{words.request}".encode()).hexdigest(),
             team=scope.team.name,
-            key=cache_key(scope, embedder.name),
+            key=key,
             owner=scope.owner,
             request=words.request,
             vector=vector.astype("float32").tobytes(),
