@@ -27,6 +27,7 @@ Role = Literal[
     "supervisor",  # the supervisor's next decision (structured)
     "moderator",  # is the request clear enough? (structured)
     "structured",  # an agent's final answer as its output schema (structured)
+    "reranker",  # search_docs' passages in order of use (a team's ``rerank: true``)
 ]
 Purpose = Literal["", "outline", "research", "draft", "review"]  # collaborative roles' work
 

@@ -130,6 +130,21 @@ class Settings(BaseSettings):
         description="Cosine similarity under which a passage found by meaning is dropped "
         "(unset: 0.15 for the offline models, 0 for a provider's).",
     )
+    plan_cache: bool = Field(
+        default=True,
+        description="Reuse a plan the planner model made for a similar request of the same "
+        "user and team (docs/concepts.md); false: every request is planned afresh.",
+    )
+    plan_cache_threshold: float = Field(
+        default=0.9,
+        ge=-1,
+        le=1,
+        description="Cosine similarity two requests need for the second to reuse the first's "
+        "plan (a team's workflow.plan_cache.threshold overrides it).",
+    )
+    plan_cache_size: int = Field(
+        default=200, ge=1, description="Cached plans kept per team and user (newest first)."
+    )
     knowledge_path: Path = Field(
         default=Path("teamgraph-knowledge.db"),
         description="SQLite file of the knowledge index when DATABASE_URL is PostgreSQL.",

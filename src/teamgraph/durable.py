@@ -93,6 +93,11 @@ class JournalKey:
         """A human's reply (answer, decisions) to the pause ``interrupt_id`` of a run."""
         return JournalKey(f"{self.text}/reply:{interrupt_id}")
 
+    def cache_lookup(self) -> JournalKey:
+        """What the plan cache answered the planner (a reused plan, or none): kept so that a
+        re-executed plan node decides as the first execution did."""
+        return JournalKey(f"{self.text}/cache")
+
     def input_plan(self) -> JournalKey:
         """The explicit plan a run was given (its run id's key): kept so that a run stopped
         before its first checkpoint starts again with it."""
@@ -233,6 +238,15 @@ class Journal:
             if isinstance(data, dict) and "reply" in data:  # tool results are lists
                 entries.append(ModelEntry.model_validate(data))
         return entries
+
+    async def cache_answer(self, key: JournalKey) -> tuple[bool, Any]:
+        """What the plan cache answered at ``key`` (:meth:`JournalKey.cache_lookup`): whether
+        it was asked, and its answer (JSON values)."""
+        saved = await self.store.recall(key.text)
+        return (False, None) if saved is None else (True, json.loads(saved))
+
+    async def keep_cache_answer(self, key: JournalKey, answer: Any) -> None:
+        await self.store.record(key.text, json.dumps(answer))
 
     async def keep_input_plan(self, run_id: str, plan: dict[str, Any]) -> None:
         await self.store.record(JournalKey.task(run_id).input_plan().text, json.dumps(plan))

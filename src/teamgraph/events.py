@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from teamgraph.status import RunStatus as RunStatus  # re-exported: events carry them
 from teamgraph.status import StepState as StepState
 
-PlannerTier = Literal["explicit", "template", "llm", "rules", "fallback"]
+PlannerTier = Literal["explicit", "template", "llm", "cache", "rules", "fallback"]
 
 
 def _now() -> datetime:

@@ -17,6 +17,7 @@ from teamgraph.llm.cassette import Cassette
 from teamgraph.llm.provider import ModelProvider
 from teamgraph.llm.usage import UsageTracker
 from teamgraph.pauses import ApprovalRequest, Decision
+from teamgraph.planning.plan_cache import PlanCache
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import RetryOptions, TeamSpec
 from teamgraph.tools.registry import ToolRegistry, ToolResources
@@ -106,6 +107,7 @@ class RunContext:
     checkpointer: BaseCheckpointSaver[Any] | None = None  # where nested teams keep their threads
     sandbox: Any = None  # teamgraph.sandbox.Sandbox, created on first use by codeact agents
     store: Any = None  # a LangGraph BaseStore for notes shared across agents and threads
+    plan_cache: PlanCache | None = None  # plans reused for similar requests (workflow)
     user_id: str = "default"
     path: tuple[str, ...] = ()  # team → nested team; empty means (team.name,)
     parent_id: str | None = None  # the step or agent a nested team works for

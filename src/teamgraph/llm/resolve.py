@@ -18,12 +18,17 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 }
 
 
+def is_offline(name: str) -> bool:
+    """Whether the model called ``name`` is the built-in offline model."""
+    return name == "offline" or name.startswith("offline:")
+
+
 def resolve_model(name: str, settings: Settings | None = None, **kwargs: Any) -> BaseChatModel:
     """``offline`` → the built-in offline model; ``openai:gpt-4o``, ``anthropic:…``, ``ollama:…`` →
     LangChain's ``init_chat_model``. For an OpenAI-compatible endpoint use ``openai:<model>`` with
     ``base_url`` in the kwargs or ``OPENAI_BASE_URL`` set."""
     settings = settings or Settings()
-    if name == "offline" or name.startswith("offline:"):
+    if is_offline(name):
         from teamgraph.llm.offline import OfflineChatModel
 
         return OfflineChatModel(**kwargs)

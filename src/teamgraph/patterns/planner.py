@@ -1,4 +1,5 @@
-"""The workflow planner's tiers: a named template → the model's plan (one repair) → the rules
+"""The workflow planner's tiers: a named template → a cached plan of a similar request
+(:mod:`teamgraph.planning.plan_cache`) → the model's plan (one repair) → the rules
 (decomposition, matched templates, routing) → one step on the default worker. Plans are read,
 checked and repaired with :mod:`teamgraph.plan`."""
 
@@ -11,7 +12,9 @@ from teamgraph.brief import Brief, Member
 from teamgraph.durable import JournalKey
 from teamgraph.errors import RunStop
 from teamgraph.llm.call import Caller, ask
+from teamgraph.llm.resolve import is_offline
 from teamgraph.plan import Plan, PlanDecision, PlanRules
+from teamgraph.planning.plan_cache import Scope
 from teamgraph.planning.routing import WorkerInfo
 from teamgraph.planning.rules import plan_by_rules
 from teamgraph.planning.templates import Template, instantiate
@@ -40,8 +43,12 @@ async def make_plan(request: str, ctx: RunContext, template: str | None = None) 
             if plan:
                 return PlanDecision(plan, "template", tuple(notes))
     if not _offline_planner(ctx):  # the offline model would plan by the same rules
+        reused = await _cached_plan(request, ctx, notes)
+        if reused:
+            return PlanDecision(reused, "cache", tuple(notes))
         plan = await _model_plan(request, ctx, notes)
         if plan:
+            await _remember(request, ctx, plan, notes)
             return PlanDecision(plan, "llm", tuple(notes))
     team = ctx.team
     ruled = plan_by_rules(
@@ -91,10 +98,56 @@ async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan |
     return None
 
 
+def _cache_scope(ctx: RunContext) -> Scope:
+    _, planner = ctx.models.for_role(PLANNER, ctx.team.model, ctx.team.model_kwargs)
+    return Scope(ctx.team, ctx.templates, planner, ctx.user_id)
+
+
+async def _cached_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan | None:
+    """The plan of a similar earlier request of the same owner, made fit for this one (none:
+    the model plans). What the cache answered is journaled: a re-executed plan node decides
+    as the first execution did."""
+    if ctx.plan_cache is None:
+        return None
+    key = JournalKey.task(ctx.task_scope(PLANNER)).cache_lookup()
+    asked, found = await ctx.journal.cache_answer(key)
+    if asked:
+        if found is None:
+            return None
+        notes.extend(found["notes"])
+        return Plan.from_dict(found["plan"])
+    cache_notes: list[str] = []
+    try:
+        reused = await ctx.plan_cache.lookup(_cache_scope(ctx), request, cache_notes)
+    except RunStop:
+        raise
+    except Exception as exc:  # a cache that fails is a cache that missed
+        reused, cache_notes = None, [f"plan cache unavailable: {type(exc).__name__}: {exc}"]
+    if reused is not None:
+        cache_notes.append(
+            f"reused the plan of an earlier similar request (similarity {reused.similarity:.2f})"
+        )
+    notes.extend(cache_notes)
+    found = None if reused is None else {"plan": reused.plan.to_dict(), "notes": cache_notes}
+    await ctx.journal.keep_cache_answer(key, found)
+    return None if reused is None else reused.plan
+
+
+async def _remember(request: str, ctx: RunContext, plan: Plan, notes: list[str]) -> None:
+    if ctx.plan_cache is None:
+        return
+    try:
+        await ctx.plan_cache.remember(_cache_scope(ctx), request, plan)
+    except RunStop:
+        raise
+    except Exception as exc:  # the plan stands; only its reuse is lost
+        notes.append(f"plan not cached: {type(exc).__name__}: {exc}")
+
+
 def _offline_planner(ctx: RunContext) -> bool:
     """Whether the planner's model is the offline model (whose plans the rules make)."""
     _, name = ctx.models.for_role(PLANNER, ctx.team.model, ctx.team.model_kwargs)
-    return name == "offline" or name.startswith("offline:")
+    return is_offline(name)
 
 
 def _checked(plan: Plan, ctx: RunContext, notes: list[str], what: str) -> Plan | None:

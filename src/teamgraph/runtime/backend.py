@@ -24,6 +24,7 @@ from teamgraph.knowledge import KnowledgeBase
 from teamgraph.storage import sqlite
 from teamgraph.storage.checkpoints import SqliteCheckpointer, with_crash_points
 from teamgraph.storage.direct import Direct
+from teamgraph.storage.plan_cache import PlanCacheStore, SqlitePlanCache, StorePlanCache
 from teamgraph.storage.rates import SharedRates
 from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStepLedger
 from teamgraph.storage.run_store import PostgresRunStore, RunStore, SqlRunStore
@@ -49,6 +50,7 @@ class Backend:
     engine: AsyncEngine
     direct: Direct  # hot-path reads and short writes that never wait on the event loop
     rates: SharedRates | None = None  # provider rates shared by every process (PostgreSQL)
+    plans: PlanCacheStore | None = None  # the plan cache's entries
 
 
 @asynccontextmanager
@@ -118,8 +120,17 @@ async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
         records = await asyncio.to_thread(SqliteRecords, path)
         stack.callback(records.close)
         knowledge = await asyncio.to_thread(KnowledgeBase, path, settings)
+        plans = await asyncio.to_thread(SqlitePlanCache, records.lanes)
         yield Backend(
-            saver, store, records.ledger, records.journal, runs, knowledge, engine, direct
+            saver,
+            store,
+            records.ledger,
+            records.journal,
+            runs,
+            knowledge,
+            engine,
+            direct,
+            plans=plans,
         )
 
 
@@ -156,7 +167,8 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
         knowledge = KnowledgeBase(settings.knowledge_path.resolve(), settings)
         ledger, journal = StoreStepLedger(store), StoreJournal(store)
         rates = SharedRates(engine)
-        yield Backend(saver, store, ledger, journal, runs, knowledge, engine, direct, rates)
+        plans = StorePlanCache(store)
+        yield Backend(saver, store, ledger, journal, runs, knowledge, engine, direct, rates, plans)
 
 
 def _langgraph_pool(url: str, size: int) -> Any:

@@ -40,6 +40,7 @@ from teamgraph.llm.usage import UsageTracker
 from teamgraph.patterns import pattern_of
 from teamgraph.patterns.contract import Outcome, RunInput
 from teamgraph.plan import Plan
+from teamgraph.planning.plan_cache import PlanCache
 from teamgraph.planning.templates import Template, available
 from teamgraph.result import RunResult
 from teamgraph.run_context import Emitter, RunContext
@@ -47,6 +48,7 @@ from teamgraph.runtime.backend import Backend
 from teamgraph.runtime.config import RunConfig, RunHooks
 from teamgraph.runtime.event_log import EventLog, EventWriter
 from teamgraph.runtime.pauses import DecisionLike, emit_pauses, pending_requests, resume_command
+from teamgraph.runtime.reranker import reranker
 from teamgraph.runtime.results import build_result
 from teamgraph.specs.team import TeamSpec
 from teamgraph.status import FINISHED
@@ -426,7 +428,7 @@ class Runner:
             models = ModelProvider(
                 config.settings, config.models, config.model, StandIn(), self.backend.rates
             )
-        return RunContext(
+        ctx = RunContext(
             run_id=run_id,
             thread_id=thread_id,
             team=self.team,
@@ -442,6 +444,7 @@ class Runner:
                 notes_namespace=("teamgraph", "notes", self.team.name, user),
             ),
             store=self.backend.store,
+            plan_cache=self._plan_cache() if cassette is None else None,  # replays as recorded
             user_id=user,
             ledger=self.ledger,
             journal=Journal(self.backend.journal),
@@ -450,6 +453,13 @@ class Runner:
             cassette=cassette,
             checkpointer=self.backend.checkpointer,
         )
+        ctx.tool_resources.rerank = reranker(ctx)
+        return ctx
+
+    def _plan_cache(self) -> PlanCache | None:
+        """The plan cache of this runner's runs (none where the backend keeps no entries)."""
+        plans = self.backend.plans
+        return PlanCache(plans, self.config.settings) if plans is not None else None
 
     def _emitter(
         self, run_id: str, queue: asyncio.Queue[BaseEvent | None], seqs: SeqBlock, log: EventLog

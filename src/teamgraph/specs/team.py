@@ -32,6 +32,21 @@ class RetryOptions(BaseModel):
     jitter_s: float = Field(default=0.5, ge=0)
 
 
+class PlanCacheOptions(BaseModel):
+    """The plan cache of a workflow team (docs/concepts.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=True, description="false: this team never reuses a plan.")
+    threshold: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="Similarity a request needs to reuse a plan; unset: the "
+        "plan_cache_threshold setting.",
+    )
+
+
 class WorkflowOptions(BaseModel):
     """Options of the ``workflow`` pattern (planner → parallel workers → synthesizer)."""
 
@@ -45,6 +60,7 @@ class WorkflowOptions(BaseModel):
     default_worker: str | None = None
     context_token_budget: int = Field(default=2000, ge=50)
     templates_dirs: list[str] = Field(default_factory=list)
+    plan_cache: PlanCacheOptions = Field(default_factory=PlanCacheOptions)
 
 
 DEFAULT_SENSITIVE_PATTERNS = [
@@ -157,6 +173,11 @@ class TeamSpec(BaseModel):
         description="Embeddings search_docs finds passages by meaning with: offline, "
         "openai:<model>, ollama:<model>, or none (keyword only); unset: the embedding_model "
         "setting.",
+    )
+    rerank: bool = Field(
+        default=False,
+        description="search_docs has the team's model order the passages it found (one more "
+        "model call per search; never with the offline model).",
     )
     workflow: WorkflowOptions = Field(default_factory=WorkflowOptions)
     supervisor: SupervisorOptions = Field(default_factory=SupervisorOptions)

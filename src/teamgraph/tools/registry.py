@@ -19,6 +19,7 @@ class ToolResources:
     knowledge: Any = None  # teamgraph.knowledge.KnowledgeBase, when the team has one
     store: Any = None  # a LangGraph BaseStore for shared notes
     notes_namespace: tuple[str, ...] = ("teamgraph", "notes")
+    rerank: Any = None  # async (prompt) -> the team model's reply, when search_docs reranks
 
 
 ToolFactory = Callable[[ToolResources], BaseTool]
@@ -87,7 +88,7 @@ def builtin_registry() -> ToolRegistry:
     def search_docs(resources: ToolResources) -> BaseTool:
         if resources.knowledge is None:
             raise ToolNotFound("search_docs needs a knowledge base; none is configured")
-        return make_search_docs_tool(resources.knowledge)
+        return make_search_docs_tool(resources.knowledge, rerank=resources.rerank)
 
     registry.register("search_docs", search_docs)
     for index, name in enumerate(("save_note", "search_notes")):

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from teamgraph.errors import RunStop
 from teamgraph.knowledge import Hit, KnowledgeBase
+from teamgraph.knowledge import rerank as reranking
+from teamgraph.knowledge.rerank import Ask
 
 TOOL_NAME = "search_docs"
 TOOL_DESCRIPTION = (
@@ -17,6 +21,7 @@ TOOL_DESCRIPTION = (
     "relevant to a query; returns the best passages with their source file and heading."
 )
 MAX_PASSAGE_CHARS = 600
+log = logging.getLogger(__name__)
 
 
 class SearchDocsInput(BaseModel):
@@ -31,18 +36,29 @@ def format_hits(hits: Sequence[Hit]) -> str:
     return "\n\n".join(_format_hit(number, hit) for number, hit in enumerate(hits, start=1))
 
 
-def make_search_docs_tool(kb: KnowledgeBase, k: int = 5) -> BaseTool:
+def make_search_docs_tool(kb: KnowledgeBase, k: int = 5, rerank: Ask | None = None) -> BaseTool:
     """Build the ``search_docs`` tool over ``kb``, returning at most ``k`` passages per call.
 
     The tool is asynchronous (the SQLite search runs in ``asyncio.to_thread``); a synchronous
-    entry point is provided as well so ``tool.invoke`` also works.
+    entry point is provided as well so ``tool.invoke`` also works. ``rerank``: the team's
+    model orders the passages found (:mod:`teamgraph.knowledge.rerank`; asynchronous calls
+    only); a failed reranking keeps the search's order.
     """
 
     def search(query: str) -> str:
         return _answer(query, kb.search(query, k))
 
     async def asearch(query: str) -> str:
-        return _answer(query, await asyncio.to_thread(kb.search, query, k))
+        if rerank is None:
+            return _answer(query, await asyncio.to_thread(kb.search, query, k))
+        hits = await asyncio.to_thread(kb.search, query, reranking.candidates(k))
+        try:
+            return _answer(query, await reranking.rerank(query, hits, k, rerank))
+        except RunStop:
+            raise  # the run stops (budget, provider down): not a failed reranking
+        except Exception:
+            log.warning("reranking failed; the search's order is kept", exc_info=True)
+            return _answer(query, hits[:k])
 
     return StructuredTool.from_function(
         func=search,
