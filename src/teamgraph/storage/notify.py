@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+from teamgraph.storage.outages import BACKOFF_MAX_S
+
 log = logging.getLogger(__name__)
 EVENTS = "tg_events"  # payload "<run_id>:<last stored seq>"
 CONTROL = "tg_control"  # payload "<command>:<run_id>", e.g. "cancel:3f2a..."
@@ -80,7 +82,7 @@ class Notifications:
             except Exception as exc:  # the database went away: try again
                 log.warning("notifications connection lost (%s); reconnecting", exc)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, BACKOFF_MAX_S)
 
     def _deliver(self, channel: str, payload: str) -> None:
         key = payload.partition(":")[0] if channel == EVENTS else payload.partition(":")[2]
