@@ -17,7 +17,9 @@ Baseline, in the same run: the same clients with no fault for ``--baseline-s`` s
 
 Printed: runs started, completed and lost (not completed); finished steps run again (a
 ``step_completed`` twice for one step); runs whose usage differs from the fault-free reference
-run (a model call made twice); events missed (stored, never streamed to the client); HTTP 5xx
+run (a model call made twice); events missed (stored, never streamed to the client); streams
+that closed cleanly before their run's terminal event, outside faults (the empty-stream race,
+issue 30: the baseline over ``--baseline-s`` long enough for 2,000 runs checks it); HTTP 5xx
 other than 503 during a fault, and any 5xx outside one; the recovery time after each fault —
 from the database being reachable again until every run that was in flight at the fault has
 stored a new event or ended — p50/p99, by kind of fault; and run latency p50 with faults /
@@ -76,6 +78,7 @@ class Tally:
     steps_rerun: int = 0
     usage_differs: int = 0
     missed_events: int = 0
+    early_ends: int = 0  # streams that closed (200, no error) before the run's terminal event
     errors_in_fault: Counter[int] = field(default_factory=Counter)
     errors_outside: Counter[int] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
@@ -166,6 +169,9 @@ class Bench:
                     async for line in response.aiter_lines():
                         if line.startswith("data: "):
                             seen.append(_json(line[6:]))
+                    ended = bool(seen) and seen[-1]["type"] in TERMINAL
+                    if not ended and not self.in_fault:  # closed cleanly, yet not at the end
+                        tally.early_ends += 1
             except httpx.HTTPError:
                 await asyncio.sleep(0.3)  # the stream broke: reconnect after the last event
         return seen
@@ -319,7 +325,8 @@ def _report(name: str, tally: Tally) -> None:
     )
     print(
         f"  finished steps run again {tally.steps_rerun}; runs whose usage differs "
-        f"{tally.usage_differs}; events missed {tally.missed_events}"
+        f"{tally.usage_differs}; events missed {tally.missed_events}; streams ended before "
+        f"the run's end (outside faults) {tally.early_ends}"
     )
     print(
         f"  5xx during faults {dict(tally.errors_in_fault)}; 5xx outside faults "
