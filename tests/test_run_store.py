@@ -385,3 +385,20 @@ async def test_only_a_queued_run_no_worker_claimed_is_cancelled_at_once(backend:
     assert (queued.status, queued.last_seq) == ("cancelled", 11)
     assert [e.type async for e in runs.events("queued")] == ["run_cancelled"]
     assert (await runs.get("claimed")).status == "pending"
+
+
+async def test_orphans_are_the_executing_runs_no_process_holds(backend: Backend) -> None:
+    """What a worker's sweep queues again: a ``pending`` run no worker holds and a ``running``
+    one whose lease lapsed — not a live one, an in-process one, or an ended one."""
+    runs, old = backend.runs, utcnow() - timedelta(minutes=5)
+    lapsed = {"lease_owner": "w:1", "lease_epoch": 2, "lease_until": old}
+    await runs.create(row("never-queued", status="pending", created_at=old, updated_at=old))
+    await runs.create(row("lapsed", created_at=old, updated_at=old, **lapsed))
+    await runs.create(row("in-process", created_at=old, updated_at=old))  # epoch 0: no worker
+    await runs.create(row("done", status="completed", created_at=old, updated_at=old, **lapsed))
+    await runs.create(row("fresh", status="pending"))
+    await runs.create(row("renewed", created_at=old, updated_at=old))
+    assert await runs.take_lease("renewed", "w:2", 60)  # held: its worker renews it
+    await runs.update("renewed", updated_at=old)
+    found = [r.id for r in await runs.orphans(utcnow() - timedelta(minutes=1))]
+    assert sorted(found) == ["lapsed", "never-queued"]

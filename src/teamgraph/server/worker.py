@@ -31,7 +31,7 @@ import time
 import uuid
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -170,6 +170,9 @@ class Worker:
 
     async def _run(self, run_id: str, kind: Kind) -> None:
         store = self.state.backend.runs
+        if self.manager.owner(run_id) is not None:  # a second job for a run executing here
+            await self.manager.finished(run_id)
+            return
         epoch = await until_reachable(lambda: self._claim(run_id), what=f"claiming run {run_id}")
         if epoch is None:
             return  # a live worker holds it: that one executes the run
@@ -184,6 +187,8 @@ class Worker:
                 await store.cancel_stored(run_id, "cancelled")
                 return
             await self._execute(row, kind, epoch)
+        except LeaseLost:  # another worker took it over (this one was frozen): it goes on there
+            return
         except asyncio.CancelledError:  # drained past worker_drain_s: another worker goes on
             await self._hand_over(run_id, epoch)
             raise
@@ -287,6 +292,8 @@ class Worker:
         """Retry a stalled job in the takeover queue — unless its run's lease is still being
         renewed: its worker is alive (draining, or its heartbeat was late), not gone."""
         run_id = job.task_kwargs["run_id"]
+        if self.manager.owner(run_id) is not None:
+            return  # it executes here: this worker is alive (its heartbeat was late)
         row = await self.state.backend.runs.get(run_id)
         if row.lease_until is not None and _until(row.lease_until) > 0:
             return
@@ -299,20 +306,13 @@ class Worker:
         self.own.recoveries.inc()
 
     async def _requeue_orphans(self) -> None:
-        """Stored runs no worker will execute: ``pending`` ones with no job (the API process
-        died before it queued them) and ``running`` ones whose lease has lapsed with no job
-        left to take them over (an outage stopped them and their worker died since): queue
-        them (a job already waiting makes this a no-op)."""
-        cutoff = self.settings.worker_stalled_s
-        store = self.state.backend.runs
-        for row in await store.list(100, status="pending"):
-            if row.lease_owner is None and _since(row.updated_at) > cutoff:
-                await self.queue.defer(row.id, "start" if row.lease_epoch == 0 else "resume")
-        for row in await store.list(100, status="running"):
-            claimed = row.lease_epoch > 0  # by a worker (runs executing in an API take none)
-            lapsed = row.lease_until is None or _until(row.lease_until) == 0
-            if claimed and lapsed and _since(row.lease_until or row.updated_at) > cutoff:
-                await self.queue.defer(row.id, "resume")
+        """Queue the stored runs no worker will execute (``RunStore.orphans``: never queued,
+        or left ``running`` with a lapsed lease and no job); a job already waiting for one
+        makes this a no-op."""
+        idle_since = utcnow() - timedelta(seconds=self.settings.worker_stalled_s)
+        for row in await self.state.backend.runs.orphans(idle_since):
+            fresh = row.status == "pending" and row.lease_epoch == 0
+            await self.queue.defer(row.id, "start" if fresh else "resume")
 
     # --- health --------------------------------------------------------------------------------
     async def _health(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -20,7 +20,17 @@ from collections.abc import AsyncIterator, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
-from sqlalchemy import Connection, Executable, bindparam, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Executable,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.orm import make_transient_to_detached
 
@@ -105,6 +115,7 @@ class RunStore(Protocol):
         status: RunStatus | None = None,
         ids: Collection[str] | None = None,
     ) -> list[RunRow]: ...
+    async def orphans(self, idle_since: datetime, limit: int = 100) -> Sequence[RunRow]: ...
     async def latest_in_session(self, session_id: str) -> RunRow | None: ...
     async def cost_by_session(self, session_ids: Collection[str]) -> dict[str, float]: ...
     async def count_by_status(self) -> dict[str, int]: ...
@@ -237,6 +248,27 @@ class SqlRunStore:
             query = query.where(RunRow.session_id == session_id)
         if status is not None:
             query = query.where(RunRow.status == status)
+        async with self.sessions() as session:
+            return list((await session.scalars(query)).all())
+
+    async def orphans(self, idle_since: datetime, limit: int = 100) -> Sequence[RunRow]:
+        """Runs stored as executing that no process executes, oldest first: ``pending`` ones
+        no worker holds, untouched since ``idle_since`` (never queued, or their job lost), and
+        ``running`` ones a worker had claimed whose lease has been free or lapsed since
+        ``idle_since`` (an outage stopped them and their worker died since)."""
+        lapsed = or_(RunRow.lease_until.is_(None), RunRow.lease_until < idle_since)
+        never_queued = and_(
+            RunRow.status == "pending",
+            RunRow.lease_owner.is_(None),
+            RunRow.updated_at < idle_since,
+        )
+        abandoned = and_(RunRow.status == "running", RunRow.lease_epoch > 0, lapsed)
+        query = (
+            select(RunRow)
+            .where(or_(never_queued, abandoned), RunRow.updated_at < idle_since)
+            .order_by(RunRow.updated_at)
+            .limit(limit)
+        )
         async with self.sessions() as session:
             return list((await session.scalars(query)).all())
 
