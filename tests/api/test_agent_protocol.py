@@ -109,7 +109,7 @@ def test_a_run_joined_again_after_a_disconnect_continues_after_last_event_id(bas
     assert client.runs.get(thread, run["run_id"])["status"] == "success"
 
 
-def test_wait_returns_the_threads_values(base: str) -> None:
+def test_wait_returns_the_threads_values_with_its_tool_calls(base: str) -> None:
     client = sdk(base, "d@example.com")
     thread = client.threads.create()["thread_id"]
     values = client.runs.wait(
@@ -117,7 +117,14 @@ def test_wait_returns_the_threads_values(base: str) -> None:
         "assistant",
         input={"messages": [{"role": "user", "content": "Find how Redis persists data"}]},
     )
-    assert [m["type"] for m in values["messages"]] == ["human", "ai"]  # type: ignore[index]
+    messages: list[dict[str, Any]] = values["messages"]  # type: ignore[index]
+    assert [m["type"] for m in messages] == ["human", "ai", "tool", "ai"]
+    [call] = messages[1]["tool_calls"]
+    assert call["name"] == "search_docs" and call["args"] and call["type"] == "tool_call"
+    assert messages[2]["tool_call_id"] == call["id"] and messages[2]["name"] == "search_docs"
+    assert "Redis" in messages[2]["content"] and messages[2]["status"] == "success"
+    assert len({m["id"] for m in messages}) == 4
+    assert client.threads.get_state(thread)["values"]["messages"] == messages
 
 
 def test_another_users_thread_is_not_found(base: str) -> None:
@@ -162,3 +169,100 @@ def test_a_background_run_is_cancelled_and_resumable(
         client.runs.cancel(thread, run["run_id"])
         assert client.runs.get(thread, run["run_id"])["status"] == "interrupted"  # resumable
         assert client.threads.get(thread)["status"] == "idle"
+
+
+def history_head(client: SyncLangGraphClient, thread: str) -> dict[str, Any]:
+    """What ``useStream`` reads once a stream ends: the newest state of the thread's history."""
+    head: dict[str, Any] = client.threads.get_history(thread, limit=10)[0]  # type: ignore[assignment]
+    return head
+
+
+def test_a_question_is_a_string_interrupt_in_the_history_and_its_messages(base: str) -> None:
+    client = sdk(base, "q@example.com")
+    thread = client.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": "help"}]}
+    client.runs.wait(thread, "notebook", input=ask)
+    head = history_head(client, thread)
+    assert head["next"] == ["notebook"]
+    [interrupt] = head["tasks"][-1]["interrupts"]
+    assert isinstance(interrupt["value"], str) and "Could you say more" in interrupt["value"]
+    asked = head["values"]["messages"]
+    assert [m["type"] for m in asked] == ["human", "ai"] and asked[1]["content"] == interrupt[
+        "value"
+    ]
+
+    client.runs.wait(thread, "notebook", command={"resume": "How Redis persists data"})
+    head = history_head(client, thread)
+    assert head["next"] == [] and head["tasks"] == []
+    kinds = [m["type"] for m in head["values"]["messages"]]
+    assert kinds[:3] == ["human", "ai", "human"] and kinds[-1] == "ai"
+    assert head["values"]["messages"][2]["content"] == "How Redis persists data"
+
+
+def save_a_note(client: SyncLangGraphClient) -> tuple[str, dict[str, Any]]:
+    """A notebook thread paused on its note: the thread and the interrupt useStream shows."""
+    thread = client.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": "Save a note: Redis keeps data in memory"}]}
+    client.runs.wait(thread, "notebook", input=ask)
+    head = history_head(client, thread)
+    assert head["next"] == ["notebook"] and client.threads.get(thread)["status"] == "interrupted"
+    [interrupt] = head["tasks"][-1]["interrupts"]
+    return thread, interrupt
+
+
+def test_an_approval_is_langchains_human_in_the_loop_request(base: str) -> None:
+    client = sdk(base, "h@example.com")
+    thread, interrupt = save_a_note(client)
+    [action] = interrupt["value"]["action_requests"]
+    assert action["name"] == "save_note" and action["args"] and action["description"]
+    [config] = interrupt["value"]["review_configs"]
+    assert config["action_name"] == "save_note"
+    assert config["allowed_decisions"] == ["approve", "edit", "reject"]
+    [*_, ai] = history_head(client, thread)["values"]["messages"]
+    assert ai["tool_calls"][0]["name"] == "save_note"  # the call waiting, shown as a card
+    assert ai["tool_calls"][0]["args"] == action["args"]
+
+
+@pytest.mark.parametrize(
+    ("decision", "expected"),
+    [
+        ({"type": "approve"}, "saved note"),
+        ({"type": "reject", "message": "not now"}, "rejected"),
+        ({"type": "edit", "edited_action": {"name": "save_note", "args": {}}}, "saved note"),
+    ],
+)
+def test_decisions_resume_an_approval(base: str, decision: dict[str, Any], expected: str) -> None:
+    client = sdk(base, f"{decision['type']}@example.com")
+    thread, interrupt = save_a_note(client)
+    if decision["type"] == "edit":
+        args = dict(interrupt["value"]["action_requests"][0]["args"])
+        decision["edited_action"]["args"] = {**args, "text": "Edited: Redis persists with AOF"}
+    client.runs.wait(thread, "notebook", command={"resume": {"decisions": [decision]}})
+    head = history_head(client, thread)
+    assert head["tasks"] == [] and client.threads.get(thread)["status"] == "idle"
+    messages = head["values"]["messages"]
+    [result] = [m for m in messages if m["type"] == "tool"]
+    [call] = next(m for m in messages if m.get("tool_calls"))["tool_calls"]
+    assert result["tool_call_id"] == call["id"] and expected in result["content"]
+    if decision["type"] == "edit":  # the card shows the call as made
+        assert call["args"]["text"] == "Edited: Redis persists with AOF"
+
+
+def test_the_older_resume_shapes_still_decide(base: str) -> None:
+    client = sdk(base, "old@example.com")
+    thread, interrupt = save_a_note(client)
+    [action] = interrupt["value"]["action_requests"]
+    client.runs.wait(thread, "notebook", command={"resume": {action["id"]: {"action": "approve"}}})
+    assert client.threads.get(thread)["status"] == "idle"
+    thread, _ = save_a_note(client)
+    client.runs.wait(thread, "notebook", command={"resume": {"action": "reject"}})
+    assert client.threads.get(thread)["status"] == "idle"
+
+
+def test_a_wrong_number_of_decisions_is_a_clear_error(base: str) -> None:
+    client = sdk(base, "bad@example.com")
+    thread, _ = save_a_note(client)
+    with pytest.raises(Exception, match="decision") as raised:
+        client.runs.wait(thread, "notebook", command={"resume": {"decisions": []}})
+    assert "resume.decisions" in str(raised.value.response.text)  # type: ignore[attr-defined]
+    assert client.threads.get(thread)["status"] == "interrupted"

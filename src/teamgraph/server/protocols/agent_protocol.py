@@ -21,8 +21,9 @@ came from), per requested ``stream_mode``:
 - ``events``: every teamgraph event as ``{"event": <type>, "data": <event>}``;
 - ``custom``: the run's progress lines (plan, steps, tool calls, handoffs).
 
-An interrupt is ``{"value": ..., "id": ...}``: a clarifying question's value is the question; a
-tool approval's is ``{"type": "tool_approval", "tool", "args", "agent"}``.
+Thread state and interrupts are in the shapes ``useStream`` reads
+(:mod:`.langgraph_state`): tool calls and questions in ``values.messages``, a paused run's
+interrupts in ``tasks[-1].interrupts``, tool approvals in LangChain's human-in-the-loop shape.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ from teamgraph.events import Event
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State, owned_or_404
 from teamgraph.server.protocols.adapter import EventStream
+from teamgraph.server.protocols.langgraph_state import (
+    MESSAGE_EVENTS,
+    decisions,
+    interrupts,
+    message,
+    thread_messages,
+)
 from teamgraph.server.protocols.reply import ChatReply, progress_line
 from teamgraph.server.sse import frame
 from teamgraph.server.state import AppState
@@ -57,7 +65,6 @@ from teamgraph.storage.models import RunRow, SessionRow
 
 router = APIRouter(prefix="/langgraph", tags=["LangGraph Agent Protocol"])
 MODES = ("values", "updates", "messages", "messages-tuple", "events", "custom", "debug")
-QUESTION = "clarification"
 _STATUS = {  # teamgraph's run statuses in the Agent Protocol's words
     "completed": "success",
     "completed_with_errors": "success",
@@ -82,20 +89,6 @@ class ThreadIn(BaseModel):
 
     thread_id: str | None = Field(default=None, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-def message(role: str, content: str, message_id: str) -> dict[str, Any]:
-    """A chat message as LangChain serialises it."""
-    kind = {"user": "human", "assistant": "ai", "system": "system"}.get(role, role)
-    return {"type": kind, "content": content, "id": message_id, "additional_kwargs": {}}
-
-
-def interrupt_value(pending: dict[str, Any]) -> dict[str, Any]:
-    """One of ``Runner.pending``'s items as a LangGraph interrupt."""
-    if pending["type"] == "clarification":
-        return {"value": pending["question"], "id": f"{pending['interrupt_id']}:{QUESTION}"}
-    value = {"type": "tool_approval", "tool": pending["tool"], "args": pending["args"]}
-    return {"value": {**value, "agent": pending["agent"]}, "id": pending["id"]}
 
 
 # --- assistants ----------------------------------------------------------------------------
@@ -189,16 +182,30 @@ def _thread_of(
 
 
 async def _state(state: AppState, row: SessionRow) -> dict[str, Any]:
+    """The thread's state as ``threads.get_state`` and ``get_history`` return it: while its run
+    waits for a human, ``next`` names the team and ``tasks[-1].interrupts`` says what for (where
+    ``useStream`` looks once a stream has ended)."""
     async with state.sessions() as db:
         stored = await repo.messages(db, row.id)
-    messages = [message(m.role, m.content, str(m.id)) for m in stored]
+    runs = {m.run_id for m in stored if m.run_id}
+    events = await state.backend.runs.events_of(runs, MESSAGE_EVENTS)
     waiting = await waiting_in(state, row.id)
-    interrupts = [interrupt_value(p) for p in waiting.pending] if waiting else []
+    paused = interrupts(waiting.pending) if waiting else []
+    task = {
+        "id": waiting.run.id if waiting else "",
+        "name": row.team,
+        "path": ["__pregel_pull", row.team],
+        "error": None,
+        "interrupts": paused,
+        "checkpoint": None,
+        "state": None,
+        "result": None,
+    }
     return {
-        "values": {"messages": messages},
-        "next": [],
-        "tasks": [],
-        "interrupts": interrupts,
+        "values": {"messages": thread_messages(stored, events)},
+        "next": [row.team] if paused else [],
+        "tasks": [task] if paused else [],
+        "interrupts": paused,
         "metadata": {"team": row.team},
         "created_at": _iso(row.updated_at),
         "checkpoint": {"thread_id": row.id, "checkpoint_ns": "", "checkpoint_id": None},
@@ -319,11 +326,8 @@ async def _resume(state: AppState, row: SessionRow, value: Any) -> Intent:
         if not isinstance(value, str):
             raise UsageError("the run asked a question: resume with the answer, a string")
         return Answer(value, run_id)
-    if isinstance(value, dict) and "action" in value:
-        return Resume(run_id, default=value)
-    if isinstance(value, dict):
-        return Resume(run_id, decisions=value)
-    raise UsageError("resume tool approvals with {'action': ...} or {id: {'action': ...}}")
+    by_request, default = decisions(value, waiting.approvals)
+    return Resume(run_id, decisions=by_request, default=default)
 
 
 Part = tuple[str, Any, int | None]  # (mode, data, id)
