@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
@@ -266,3 +267,50 @@ def test_a_wrong_number_of_decisions_is_a_clear_error(base: str) -> None:
         client.runs.wait(thread, "notebook", command={"resume": {"decisions": []}})
     assert "resume.decisions" in str(raised.value.response.text)  # type: ignore[attr-defined]
     assert client.threads.get(thread)["status"] == "interrupted"
+
+
+def test_info_answers_like_a_langgraph_server_without_credentials(base: str) -> None:
+    answer = httpx.get(f"{base}/langgraph/info")
+    assert answer.status_code == 200 and answer.json()["version"]
+    assert answer.json()["flags"]["assistants"] is True
+
+
+def test_cors_lets_a_browser_read_content_location(api_settings: Settings) -> None:
+    ui = "http://localhost:3000"
+    settings = api_settings.model_copy(update={"cors_origins": [ui]})
+    with serving(create_app(settings)) as url:
+        key = new_key(url, login(url, "cors@example.com"))["key"]
+        headers = {"x-api-key": key, "Origin": ui}
+        thread = httpx.post(f"{url}/langgraph/threads", json={}, headers=headers).json()
+        body = {
+            "assistant_id": "research",
+            "input": {"messages": [{"role": "user", "content": "x"}]},
+        }
+        answer = httpx.post(
+            f"{url}/langgraph/threads/{thread['thread_id']}/runs/wait", json=body, headers=headers
+        )
+        run = httpx.post(
+            f"{url}/langgraph/threads/{thread['thread_id']}/runs/stream", json=body, headers=headers
+        )
+    assert answer.status_code == 200
+    exposed = run.headers["access-control-expose-headers"]
+    assert "Content-Location" in exposed and "/runs/" in run.headers["content-location"]
+
+
+def test_each_stream_part_has_its_own_id_and_a_reconnect_skips_none(base: str) -> None:
+    client = sdk(base, "ids@example.com")
+    thread = client.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": "Compare Redis and Memcached"}]}
+    run = client.runs.create(thread, "research", input=ask)
+    client.runs.join(thread, run["run_id"])
+    modes = ["events", "custom", "updates", "values", "messages-tuple"]
+    whole = list(client.runs.join_stream(thread, run["run_id"], stream_mode=modes))
+    ids = [p.id for p in whole if p.id is not None]
+    assert len(ids) == len(set(ids)) and len(ids) > 10
+    shared = [p.id for p in whole if p.id and not p.id.endswith(":0")]  # a later part of an event
+    for cut in (shared[len(shared) // 2], ids[-2]):
+        rest = list(
+            client.runs.join_stream(thread, run["run_id"], stream_mode=modes, last_event_id=cut)
+        )
+        after = [(p.event, p.data, p.id) for p in whole[[p.id for p in whole].index(cut) + 1 :]]
+        assert [(p.event, p.data, p.id) for p in rest] == after

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
+from importlib import metadata
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, HTTPException, Query, status
@@ -50,6 +51,7 @@ from teamgraph.server.protocols.langgraph_state import (
     thread_messages,
 )
 from teamgraph.server.protocols.reply import ChatReply, progress_line
+from teamgraph.server.protocols.runs import MAX_SEQ
 from teamgraph.server.sse import frame
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import (
@@ -89,6 +91,26 @@ class ThreadIn(BaseModel):
 
     thread_id: str | None = Field(default=None, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+# --- the server ----------------------------------------------------------------------------
+@router.get("/info")
+async def info() -> dict[str, Any]:
+    """What the server is, as a LangGraph server says it (no credential needed: clients such
+    as agent-chat-ui check it before they log in; it tells nothing about anyone's data)."""
+    return {
+        "version": _version("teamgraph"),
+        "langgraph_py_version": _version("langgraph"),
+        "flags": {"assistants": True, "crons": False, "langsmith": False},
+        "host": {"kind": "teamgraph", "project_id": None, "revision_id": None},
+    }
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 # --- assistants ----------------------------------------------------------------------------
@@ -265,10 +287,26 @@ async def join_stream(
 ) -> StreamingResponse:
     """A run's stream from the start, or after ``Last-Event-ID`` (a reconnect)."""
     row = await _run_of(state, user.id, thread_id, run_id)
-    after = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
-    opened = Opened(run_id, row.team_name, after)
+    skip = parse_last_event_id(last_event_id)
+    after = skip[0] - 1 if skip and skip[1] >= 0 else skip[0] if skip else 0
+    opened = Opened(run_id, row.team_name, max(after, 0))
     modes = _modes(stream_mode or ["values"])
-    return StreamParts(state, opened, thread_id, modes, rejoined=after > 0).response()
+    return StreamParts(state, opened, thread_id, modes, skip).response()
+
+
+def parse_last_event_id(value: str | None) -> tuple[int, int] | None:
+    """``Last-Event-ID`` as (seq, part): ``<seq>:<n>`` — a part's id — is after that part;
+    a bare ``<seq>`` is after all of event ``seq``'s parts (``n`` = -1: nothing of ``seq``
+    is written again). ``None`` when absent."""
+    if value is None or not value.strip():
+        return None
+    seq, _, part = value.strip().partition(":")
+    if not seq.isdigit() or (part and not part.isdigit()) or int(seq) > MAX_SEQ:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            detail=f"Last-Event-ID: {value[:40]!r} is not a stream part id (<seq>:<n>)",
+        )
+    return int(seq), int(part) if part else -1
 
 
 @router.post("/threads/{thread_id}/runs/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
@@ -330,12 +368,15 @@ async def _resume(state: AppState, row: SessionRow, value: Any) -> Intent:
     return Resume(run_id, decisions=by_request, default=default)
 
 
-Part = tuple[str, Any, int | None]  # (mode, data, id)
+Part = tuple[str, Any, str | None]  # (mode, data, id)
 
 
 class StreamParts(EventStream[Part]):
-    """Folds one execution's events into stream parts of the asked modes. ``rejoined``: a
-    client reconnecting after ``Last-Event-ID`` gets no metadata and no first state again."""
+    """Folds one execution's events into stream parts of the asked modes. Each part has an id
+    of its own, ``<seq>:<n>``: the ``n``-th part written after the event ``seq`` (the parts
+    the run's end adds count on from its last event's), so a reconnect with ``Last-Event-ID``
+    (:func:`parse_last_event_id`, ``skip``) resumes at the very next part. A rejoined stream
+    gets no metadata and no first state again."""
 
     def __init__(
         self,
@@ -343,37 +384,50 @@ class StreamParts(EventStream[Part]):
         turn: Opened,
         thread_id: str,
         modes: set[str],
-        rejoined: bool = False,
+        skip: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(state, turn)
-        self.thread_id, self.modes, self.rejoined = thread_id, set(modes), rejoined
+        self.thread_id, self.modes, self.skip = thread_id, set(modes), skip
         if "messages-tuple" in self.modes:
             self.modes.add("messages")
         pattern = state.teams[turn.team].spec.pattern if turn.team in state.teams else ""
         self.reply = ChatReply(pattern, separate=True)
         self.last = turn.after_seq  # the seq of the last event seen
+        self._written = 0  # parts numbered after it
 
     async def on_start(self) -> AsyncIterator[Part]:
-        if self.rejoined:
+        if self.skip is not None:
             return
         yield "metadata", {"run_id": self.turn.run_id, "attempt": 1}, None
         if "values" in self.modes:
-            yield "values", await _values(self.state, self.thread_id), self.turn.after_seq
+            yield "values", await _values(self.state, self.thread_id), None
 
     def on_event(self, event: Event) -> Iterable[Part]:
-        self.last = event.seq
-        return [(mode, data, event.seq) for mode, data in self._parts(event)]
+        self.last, self._written = event.seq, 0
+        return self._numbered(self._parts(event))
 
     async def on_end(self) -> AsyncIterator[Part]:
         values = await _values(self.state, self.thread_id)
+        ending: list[tuple[str, Any]] = []
         if values.get("__interrupt__") and "updates" in self.modes:
-            yield "updates", {"__interrupt__": values["__interrupt__"]}, self.last
+            ending.append(("updates", {"__interrupt__": values["__interrupt__"]}))
         if "values" in self.modes:
-            yield "values", values, self.last
+            ending.append(("values", values))
+        for part in self._numbered(ending):
+            yield part
+
+    def _numbered(self, parts: Iterable[tuple[str, Any]]) -> list[Part]:
+        """``parts`` with their ids, but those the reconnecting client had."""
+        out: list[Part] = []
+        for mode, data in parts:
+            n, self._written = self._written, self._written + 1
+            if self.skip is None or self.skip < (self.last, n):
+                out.append((mode, data, f"{self.last}:{n}"))
+        return out
 
     def encode(self, part: Part) -> str:
-        mode, data, seq = part
-        return frame(mode, json.dumps(data, ensure_ascii=False), seq)
+        mode, data, part_id = part
+        return frame(mode, json.dumps(data, ensure_ascii=False), part_id)
 
     def _parts(self, event: Event) -> Iterable[tuple[str, Any]]:
         if "events" in self.modes:
