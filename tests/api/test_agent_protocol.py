@@ -314,3 +314,67 @@ def test_each_stream_part_has_its_own_id_and_a_reconnect_skips_none(base: str) -
         )
         after = [(p.event, p.data, p.id) for p in whole[[p.id for p in whole].index(cut) + 1 :]]
         assert [(p.event, p.data, p.id) for p in rest] == after
+
+
+def test_threads_keep_their_metadata_and_search_lists_only_the_protocols_own(base: str) -> None:
+    client = sdk(base, "list@example.com")
+    ask = {"messages": [{"role": "user", "content": "Find how Redis persists data"}]}
+    made = client.threads.create(metadata={"user_tag": "blue"})
+    assert made["metadata"] == {"user_tag": "blue"}
+    client.runs.wait(made["thread_id"], "assistant", input=ask)
+    meta = client.threads.get(made["thread_id"])["metadata"]
+    assert meta == {"user_tag": "blue", "graph_id": "assistant", "assistant_id": "assistant"}
+    research = [client.threads.create()["thread_id"] for _ in range(3)]
+    for thread in research:
+        client.runs.create(thread, "research", input=ask)
+    idle = client.threads.create()["thread_id"]  # never ran: no graph_id
+    chat = {"model": "assistant", "messages": [{"role": "user", "content": "hello"}]}
+    key = client.http.client.headers["x-api-key"]
+    opened = httpx.post(f"{base}/v1/chat/completions", json=chat, headers={"x-api-key": key})
+    assert opened.status_code == 200  # an OpenAI-route session: never a thread listed here
+
+    listed = [t["thread_id"] for t in client.threads.search(limit=100)]
+    assert set(listed) == {made["thread_id"], *research, idle}
+    assert [t["thread_id"] for t in client.threads.search(metadata={"graph_id": "assistant"})] == [
+        made["thread_id"]
+    ]
+    by_team = client.threads.search(metadata={"graph_id": "research"}, limit=100)
+    assert {t["thread_id"] for t in by_team} == set(research)
+    pages = [
+        t["thread_id"]
+        for offset in (0, 2)
+        for t in client.threads.search(metadata={"graph_id": "research"}, limit=2, offset=offset)
+    ]
+    assert sorted(pages) == sorted(research)
+    assert client.threads.search(metadata={"user_tag": "blue"})[0]["thread_id"] == made["thread_id"]
+    assert client.threads.count(metadata={"graph_id": "research"}) == 3
+
+
+def test_search_by_status_and_thread_update_copy_delete(base: str) -> None:
+    client = sdk(base, "manage@example.com")
+    paused = client.threads.create()["thread_id"]
+    client.runs.wait(paused, "notebook", input={"messages": [{"role": "user", "content": "help"}]})
+    done = client.threads.create()["thread_id"]
+    ask = {"messages": [{"role": "user", "content": "Find how Redis persists data"}]}
+    client.runs.wait(done, "assistant", input=ask)
+    assert [t["thread_id"] for t in client.threads.search(status="interrupted")] == [paused]
+    assert [t["thread_id"] for t in client.threads.search(status="idle")] == [done]
+    assert client.threads.count(status="interrupted") == 1
+
+    updated = client.threads.update(done, metadata={"starred": True})
+    assert updated["metadata"]["starred"] is True and updated["metadata"]["graph_id"] == "assistant"
+    copy = client.threads.copy(done)
+    assert copy["thread_id"] != done and copy["metadata"]["starred"] is True
+    original = client.threads.get_state(done)["values"]["messages"]
+    copied = client.threads.get_state(copy["thread_id"])["values"]["messages"]
+    assert [(m["type"], m["content"]) for m in copied] == [
+        (m["type"], m["content"]) for m in original
+    ]
+    client.threads.delete(done)
+    with pytest.raises(NotFoundError):
+        client.threads.get(done)
+    assert client.threads.get(copy["thread_id"])["status"] == "idle"
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        client.threads.update_state(paused, {"messages": []})
+    assert refused.value.response.status_code == 501
+    assert "not supported" in refused.value.response.json()["detail"]

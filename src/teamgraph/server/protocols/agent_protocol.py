@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterable
-from datetime import datetime
 from importlib import metadata
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, status
 from fastapi.responses import StreamingResponse
@@ -41,15 +40,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from teamgraph.errors import RunConflict, UsageError
 from teamgraph.events import Event
 from teamgraph.server import repositories as repo
-from teamgraph.server.deps import CurrentUser, Db, State, owned_or_404
+from teamgraph.server.deps import CurrentUser, Db, State
+from teamgraph.server.protocols import langgraph_threads as threads
 from teamgraph.server.protocols.adapter import EventStream
-from teamgraph.server.protocols.langgraph_state import (
-    MESSAGE_EVENTS,
-    decisions,
-    interrupts,
-    message,
-    thread_messages,
-)
+from teamgraph.server.protocols.langgraph_state import decisions, message
 from teamgraph.server.protocols.reply import ChatReply, progress_line
 from teamgraph.server.protocols.runs import MAX_SEQ
 from teamgraph.server.sse import frame
@@ -90,6 +84,13 @@ class ThreadIn(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     thread_id: str | None = Field(default=None, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+
+
+class ThreadPatch(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -148,91 +149,89 @@ async def get_assistant(assistant_id: str, user: CurrentUser, state: State) -> d
 # --- threads -------------------------------------------------------------------------------
 @router.post("/threads")
 async def create_thread(body: ThreadIn, user: CurrentUser, state: State, db: Db) -> dict[str, Any]:
-    if body.thread_id and await repo.claimed_session(db, body.thread_id) is not None:
-        raise HTTPException(status.HTTP_409_CONFLICT, detail="Thread already exists")
-    first = sorted(state.teams)[0]  # a thread takes its team from its first run
-    row = await repo.create_session(
-        db, user.id, session_id=body.thread_id, team=first, name="LangGraph thread"
-    )
-    return _thread_of(row, {"messages": []}, [], busy=False)  # new: nothing to look up
+    """A new thread; with ``if_exists="do_nothing"`` an existing one of the caller's is
+    returned as it is."""
+    if body.thread_id and body.if_exists == "do_nothing":
+        mine = await repo.owned_session(db, user.id, body.thread_id)
+        if mine is not None:
+            return await threads.thread(state, mine)
+    row = await threads.create(db, state, user.id, body.thread_id, body.metadata)
+    return threads.thread_of(row, {"messages": []}, [], busy=False)  # new: nothing to look up
 
 
 @router.post("/threads/search")
-async def search_threads(user: CurrentUser, state: State, db: Db) -> list[dict[str, Any]]:
-    return [await _thread(state, row) for row in await repo.list_sessions(db, user.id)]
+async def search_threads(
+    user: CurrentUser, state: State, db: Db, body: threads.ThreadQuery | None = None
+) -> list[dict[str, Any]]:
+    return await threads.search(db, state, user.id, body or threads.ThreadQuery())
+
+
+@router.post("/threads/count")
+async def count_threads(
+    user: CurrentUser, state: State, db: Db, body: threads.ThreadQuery | None = None
+) -> int:
+    query = (body or threads.ThreadQuery()).model_copy(update={"limit": 1000, "offset": 0})
+    return len(await threads.matching(db, state, user.id, query))
 
 
 @router.get("/threads/{thread_id}")
 async def get_thread(thread_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
-    return await _thread(state, await _owned(state, user.id, thread_id))
+    return await threads.thread(state, await threads.owned(state, user.id, thread_id))
+
+
+@router.patch("/threads/{thread_id}")
+async def update_thread(
+    thread_id: str, body: ThreadPatch, user: CurrentUser, state: State
+) -> dict[str, Any]:
+    """Merge ``metadata`` into the thread's."""
+    row = await threads.owned(state, user.id, thread_id)
+    row.meta = {**threads.metadata_of(row), **body.metadata}
+    await state.backend.direct.run([repo.set_meta(row.id, row.meta)])
+    return await threads.thread(state, row)
+
+
+@router.delete("/threads/{thread_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_thread(thread_id: str, user: CurrentUser, state: State, db: Db) -> None:
+    """Delete the thread and its messages (its runs' records stay, as a session's do); a thread
+    whose run is executing is a 409 — cancel the run first."""
+    row = await repo.owned_session(db, user.id, thread_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Thread not found")
+    if state.runs.live_in(row.id) is not None:
+        raise RunConflict("the thread's run is executing; cancel it first")
+    await repo.delete_session(db, row)
+
+
+@router.post("/threads/{thread_id}/copy")
+async def copy_thread(thread_id: str, user: CurrentUser, state: State, db: Db) -> dict[str, Any]:
+    """A new thread with the thread's metadata, team and messages (not a paused run: the copy
+    is idle)."""
+    row = await threads.owned(state, user.id, thread_id)
+    copy = await threads.create(db, state, user.id, None, threads.metadata_of(row))
+    await repo.copy_session(db, row, copy)
+    return await threads.thread(state, copy)
 
 
 @router.get("/threads/{thread_id}/state")
 async def thread_state(thread_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
-    return await _state(state, await _owned(state, user.id, thread_id))
+    return await threads.thread_state(state, await threads.owned(state, user.id, thread_id))
+
+
+@router.post("/threads/{thread_id}/state")
+async def update_thread_state(thread_id: str, user: CurrentUser, state: State) -> None:
+    """Not supported: a thread's state is what its runs did (see docs/langgraph.md)."""
+    await threads.owned(state, user.id, thread_id)
+    raise HTTPException(
+        status.HTTP_501_NOT_IMPLEMENTED,
+        detail="threads.update_state is not supported: a thread's state is what its runs did",
+    )
 
 
 @router.post("/threads/{thread_id}/history")
 async def thread_history(thread_id: str, user: CurrentUser, state: State) -> list[dict[str, Any]]:
-    return [await _state(state, await _owned(state, user.id, thread_id))]
-
-
-async def _owned(state: AppState, user_id: str, thread_id: str) -> SessionRow:
-    return await owned_or_404(
-        state, repo.OWNED_SESSION, "Thread", session_id=thread_id, user_id=user_id
-    )
-
-
-async def _thread(state: AppState, row: SessionRow) -> dict[str, Any]:
-    current = await _state(state, row)
-    busy = state.runs.live_in(row.id) is not None
-    return _thread_of(row, current["values"], current["interrupts"], busy)
-
-
-def _thread_of(
-    row: SessionRow, values: dict[str, Any], interrupts: list[dict[str, Any]], busy: bool
-) -> dict[str, Any]:
-    return {
-        "thread_id": row.id,
-        "created_at": _iso(row.created_at),
-        "updated_at": _iso(row.updated_at),
-        "metadata": {"team": row.team},
-        "status": "busy" if busy else ("interrupted" if interrupts else "idle"),
-        "values": values,
-        "interrupts": {"__root__": interrupts} if interrupts else {},
-    }
-
-
-async def _state(state: AppState, row: SessionRow) -> dict[str, Any]:
-    """The thread's state as ``threads.get_state`` and ``get_history`` return it: while its run
-    waits for a human, ``next`` names the team and ``tasks[-1].interrupts`` says what for (where
-    ``useStream`` looks once a stream has ended)."""
-    async with state.sessions() as db:
-        stored = await repo.messages(db, row.id)
-    runs = {m.run_id for m in stored if m.run_id}
-    events = await state.backend.runs.events_of(runs, MESSAGE_EVENTS)
-    waiting = await waiting_in(state, row.id)
-    paused = interrupts(waiting.pending) if waiting else []
-    task = {
-        "id": waiting.run.id if waiting else "",
-        "name": row.team,
-        "path": ["__pregel_pull", row.team],
-        "error": None,
-        "interrupts": paused,
-        "checkpoint": None,
-        "state": None,
-        "result": None,
-    }
-    return {
-        "values": {"messages": thread_messages(stored, events)},
-        "next": [row.team] if paused else [],
-        "tasks": [task] if paused else [],
-        "interrupts": paused,
-        "metadata": {"team": row.team},
-        "created_at": _iso(row.updated_at),
-        "checkpoint": {"thread_id": row.id, "checkpoint_ns": "", "checkpoint_id": None},
-        "parent_checkpoint": None,
-    }
+    """The thread's current state only (teamgraph keeps no checkpoints a client can go back
+    to): what ``useStream`` reads as the head of the history."""
+    return [await threads.thread_state(state, await threads.owned(state, user.id, thread_id))]
 
 
 # --- runs ----------------------------------------------------------------------------------
@@ -319,7 +318,7 @@ async def _open(state: AppState, user_id: str, thread_id: str, body: RunIn) -> O
     """Start the run the body asks for on the thread, or resume its paused run."""
     if body.assistant_id not in state.teams:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Assistant not found")
-    row = await _owned(state, user_id, thread_id)
+    row = await threads.owned(state, user_id, thread_id)
     binding = await _bind(state, row, body.assistant_id)
     if body.command and "resume" in body.command:
         intent = await _resume(state, row, body.command["resume"])
@@ -330,14 +329,21 @@ async def _open(state: AppState, user_id: str, thread_id: str, body: RunIn) -> O
 
 
 async def _bind(state: AppState, row: SessionRow, team: str) -> list[Any]:
-    """A thread runs one team: its first run's (a thread with runs on another is a 409). The
-    statement that binds it goes in the run's own transaction."""
-    if row.team == team:
-        return []
-    if await state.backend.runs.latest_in_session(row.id) is not None:
-        raise HTTPException(status.HTTP_409_CONFLICT, detail=f"thread runs assistant {row.team!r}")
-    row.team = team
-    return [repo.bind_team(row.id, team)]
+    """A thread runs one team: its first run's (a thread with runs on another is a 409); its
+    metadata names it (``graph_id``, ``assistant_id``). The statements that bind it go in the
+    run's own transaction."""
+    binding = []
+    if row.team != team:
+        if await state.backend.runs.latest_in_session(row.id) is not None:
+            raise HTTPException(
+                status.HTTP_409_CONFLICT, detail=f"thread runs assistant {row.team!r}"
+            )
+        row.team = team
+        binding.append(repo.bind_team(row.id, team))
+    if threads.metadata_of(row).get("graph_id") != team:
+        row.meta = threads.ran_on(row, team)
+        binding.append(repo.set_meta(row.id, row.meta))
+    return binding
 
 
 def _last_human(messages: list[Any]) -> str:
@@ -457,11 +463,7 @@ async def _values(state: AppState, thread_id: str) -> dict[str, Any]:
     async with state.sessions() as db:
         row = await repo.claimed_session(db, thread_id)
     assert row is not None
-    current = await _state(state, row)
-    values: dict[str, Any] = dict(current["values"])
-    if current["interrupts"]:
-        values["__interrupt__"] = current["interrupts"]
-    return values
+    return await threads.values_of(state, row)
 
 
 async def _run_of(state: AppState, user_id: str, thread_id: str, run_id: str) -> RunRow:
@@ -481,8 +483,8 @@ async def _run(state: AppState, run_id: str) -> dict[str, Any]:
         "thread_id": row.session_id,
         "assistant_id": row.team_name,
         "status": run_status,
-        "created_at": _iso(row.created_at),
-        "updated_at": _iso(row.updated_at),
+        "created_at": threads.iso(row.created_at),
+        "updated_at": threads.iso(row.updated_at),
         "metadata": {},
         "kwargs": {},
         "multitask_strategy": "reject",
@@ -495,7 +497,3 @@ def _modes(asked: str | list[str]) -> set[str]:
     if unknown:
         raise UsageError(f"stream_mode: {sorted(unknown)} not supported; use {', '.join(MODES)}")
     return modes
-
-
-def _iso(when: datetime) -> str:
-    return when.isoformat()
