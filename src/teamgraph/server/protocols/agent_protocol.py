@@ -30,18 +30,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterable
+from functools import partial
 from importlib import metadata
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, status
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.errors import RunConflict, UsageError
 from teamgraph.events import Event
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
 from teamgraph.server.protocols import langgraph_threads as threads
+from teamgraph.server.protocols import langgraph_webhooks as webhooks
 from teamgraph.server.protocols.adapter import EventStream
 from teamgraph.server.protocols.langgraph_state import decisions, message
 from teamgraph.server.protocols.reply import ChatReply, progress_line
@@ -78,6 +81,23 @@ class RunIn(BaseModel):
     input: dict[str, Any] | None = None
     command: dict[str, Any] | None = None
     stream_mode: str | list[str] = "values"
+    metadata: dict[str, Any] | None = None  # a run without a thread: its thread's
+    if_not_exists: Literal["create", "reject"] | None = None
+    on_completion: Literal["delete", "keep"] | None = None
+    multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"] | None = None
+    webhook: str | None = Field(default=None, max_length=2000)
+
+
+class AssistantQuery(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    graph_id: str | None = None
+    name: str | None = None
+    limit: int = Field(default=10, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+    sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
+    sort_order: Literal["asc", "desc"] | None = None
 
 
 class ThreadIn(BaseModel):
@@ -135,15 +155,95 @@ _EPOCH = "1970-01-01T00:00:00+00:00"
 
 
 @router.post("/assistants/search")
-async def search_assistants(user: CurrentUser, state: State) -> list[dict[str, Any]]:
-    return [_assistant(state, name) for name in sorted(state.teams)]
+async def search_assistants(
+    user: CurrentUser, state: State, body: AssistantQuery | None = None
+) -> list[dict[str, Any]]:
+    """The served teams that match ``metadata`` (``{"pattern": ...}``), ``graph_id`` and
+    ``name`` (a part of it), by name unless ``sort_by`` says otherwise, paged."""
+    query = body or AssistantQuery()
+    found = _assistants(state, query)
+    if query.sort_by:
+        found.sort(key=lambda a: a[query.sort_by or ""], reverse=query.sort_order == "desc")
+    elif query.sort_order == "desc":
+        found.reverse()
+    return found[query.offset : query.offset + query.limit]
+
+
+@router.post("/assistants/count")
+async def count_assistants(
+    user: CurrentUser, state: State, body: AssistantQuery | None = None
+) -> int:
+    return len(_assistants(state, body or AssistantQuery()))
+
+
+def _assistants(state: AppState, query: AssistantQuery) -> list[dict[str, Any]]:
+    every = [_assistant(state, name) for name in sorted(state.teams)]
+    return [
+        a
+        for a in every
+        if threads.contains(a["metadata"], query.metadata)
+        and (query.graph_id is None or a["graph_id"] == query.graph_id)
+        and (query.name is None or query.name.lower() in a["name"].lower())
+    ]
 
 
 @router.get("/assistants/{assistant_id}")
 async def get_assistant(assistant_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
+    return _assistant(state, _served(state, assistant_id))
+
+
+@router.get("/assistants/{assistant_id}/graph")
+async def get_graph(assistant_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
+    """The team's compiled LangGraph graph as LangGraph's ``get_graph().to_json()`` draws it
+    (``{"nodes": [...], "edges": [...]}``), what Studio draws."""
+    graph = state.runs.runner(_served(state, assistant_id)).graph.get_graph()
+    drawn: dict[str, Any] = json.loads(json.dumps(graph.to_json(), default=str))
+    return drawn
+
+
+@router.get("/assistants/{assistant_id}/schemas")
+async def get_schemas(assistant_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
+    """What a run of the assistant takes and gives: ``{"messages": [...]}`` (LangChain
+    messages; the last human one is the request); no configuration or context."""
+    return {
+        "graph_id": _served(state, assistant_id),
+        "input_schema": MESSAGES_SCHEMA,
+        "output_schema": MESSAGES_SCHEMA,
+        "state_schema": MESSAGES_SCHEMA,
+        "config_schema": {"title": "Config", "type": "object", "properties": {}},
+        "context_schema": None,
+    }
+
+
+@router.get("/assistants/{assistant_id}/subgraphs")
+async def get_subgraphs(assistant_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
+    """None listed: a team's nested teams run as parts of its own graph."""
+    _served(state, assistant_id)
+    return {}
+
+
+def _served(state: AppState, assistant_id: str) -> str:
     if assistant_id not in state.teams:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Assistant not found")
-    return _assistant(state, assistant_id)
+    return assistant_id
+
+
+MESSAGES_SCHEMA: dict[str, Any] = {
+    "title": "State",
+    "type": "object",
+    "properties": {
+        "messages": {
+            "title": "Messages",
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"type": {"type": "string"}, "content": {}},
+                "required": ["type", "content"],
+            },
+        }
+    },
+    "required": ["messages"],
+}
 
 
 # --- threads -------------------------------------------------------------------------------
@@ -240,25 +340,106 @@ async def stream_run(
     thread_id: str, body: RunIn, user: CurrentUser, state: State
 ) -> StreamingResponse:
     opened = await _open(state, user.id, thread_id, body)
-    headers = {"Content-Location": f"/langgraph/threads/{thread_id}/runs/{opened.run_id}"}
-    parts = StreamParts(state, opened, thread_id, _modes(body.stream_mode))
-    return parts.response(headers)
+    return _streamed(state, opened, thread_id, body)
 
 
 @router.post("/threads/{thread_id}/runs/wait")
-async def wait_run(thread_id: str, body: RunIn, user: CurrentUser, state: State) -> dict[str, Any]:
+async def wait_run(thread_id: str, body: RunIn, user: CurrentUser, state: State) -> JSONResponse:
     opened = await _open(state, user.id, thread_id, body)
-    async for _ in state.runs.events(opened.run_id, opened.after_seq):
-        pass
-    return await _values(state, thread_id)
+    return await _waited(state, opened, thread_id)
 
 
 @router.post("/threads/{thread_id}/runs")
-async def create_run(
-    thread_id: str, body: RunIn, user: CurrentUser, state: State
-) -> dict[str, Any]:
+async def create_run(thread_id: str, body: RunIn, user: CurrentUser, state: State) -> JSONResponse:
     opened = await _open(state, user.id, thread_id, body)
-    return await _run(state, opened.run_id)
+    return _located(await _run(state, opened.run_id), thread_id, opened.run_id)
+
+
+@router.get("/threads/{thread_id}/runs")
+async def list_runs(
+    thread_id: str,
+    user: CurrentUser,
+    state: State,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    run_status: Annotated[str | None, Query(alias="status")] = None,
+) -> list[dict[str, Any]]:
+    """The thread's runs, newest first (``status``: in the protocol's words)."""
+    await threads.owned(state, user.id, thread_id)
+    rows = await state.backend.runs.list(1000, session_id=thread_id, user_id=user.id)
+    runs = [_run_of_row(state, row) for row in rows]
+    runs = [r for r in runs if run_status is None or r["status"] == run_status]
+    return runs[offset : offset + limit]
+
+
+@router.delete("/threads/{thread_id}/runs/{run_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_run(thread_id: str, run_id: str, user: CurrentUser, state: State) -> None:
+    """Not supported: a run's record is the thread's history (see docs/langgraph.md)."""
+    await _run_of(state, user.id, thread_id, run_id)
+    raise HTTPException(
+        status.HTTP_501_NOT_IMPLEMENTED,
+        detail="runs.delete is not supported: a run's record stays with its thread",
+    )
+
+
+# runs without a thread: each makes one (kept, so it can be joined or resumed by the id in
+# Content-Location, but listed by threads.search only with on_completion="keep")
+@router.post("/runs/stream", response_class=StreamingResponse)
+async def stream_stateless_run(
+    body: RunIn, user: CurrentUser, state: State, db: Db
+) -> StreamingResponse:
+    thread_id = await _stateless(db, state, user.id, body)
+    opened = await _open(state, user.id, thread_id, body)
+    return _streamed(state, opened, thread_id, body)
+
+
+@router.post("/runs/wait")
+async def wait_stateless_run(body: RunIn, user: CurrentUser, state: State, db: Db) -> JSONResponse:
+    thread_id = await _stateless(db, state, user.id, body)
+    opened = await _open(state, user.id, thread_id, body)
+    return await _waited(state, opened, thread_id)
+
+
+@router.post("/runs")
+async def create_stateless_run(
+    body: RunIn, user: CurrentUser, state: State, db: Db
+) -> JSONResponse:
+    thread_id = await _stateless(db, state, user.id, body)
+    opened = await _open(state, user.id, thread_id, body)
+    return _located(await _run(state, opened.run_id), thread_id, opened.run_id)
+
+
+async def _stateless(db: AsyncSession, state: AppState, user_id: str, body: RunIn) -> str:
+    if body.command:
+        raise UsageError("command: a run without a thread has nothing to resume")
+    _served(state, body.assistant_id)
+    origin = threads.ORIGIN if body.on_completion == "keep" else threads.STATELESS
+    row = await threads.create(db, state, user_id, None, dict(body.metadata or {}), origin)
+    return row.id
+
+
+def _location(thread_id: str, run_id: str) -> dict[str, str]:
+    return {"Content-Location": f"/langgraph/threads/{thread_id}/runs/{run_id}"}
+
+
+def _located(content: Any, thread_id: str, run_id: str) -> JSONResponse:
+    return JSONResponse(content, headers=_location(thread_id, run_id))
+
+
+def _streamed(state: AppState, opened: Opened, thread_id: str, body: RunIn) -> StreamingResponse:
+    parts = StreamParts(state, opened, thread_id, _modes(body.stream_mode))
+    return parts.response(_location(thread_id, opened.run_id))
+
+
+async def _waited(state: AppState, opened: Opened, thread_id: str) -> JSONResponse:
+    await _ended(state, opened)
+    return _located(await _values(state, thread_id), thread_id, opened.run_id)
+
+
+async def _ended(state: AppState, opened: Opened) -> None:
+    """Once the turn's run has ended or paused."""
+    async for _ in state.runs.events(opened.run_id, opened.after_seq):
+        pass
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}")
@@ -315,17 +496,57 @@ async def cancel_run(thread_id: str, run_id: str, user: CurrentUser, state: Stat
 
 
 async def _open(state: AppState, user_id: str, thread_id: str, body: RunIn) -> Opened:
-    """Start the run the body asks for on the thread, or resume its paused run."""
-    if body.assistant_id not in state.teams:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Assistant not found")
-    row = await threads.owned(state, user_id, thread_id)
+    """Start the run the body asks for on the thread, or resume its paused run; with a
+    ``webhook``, call it once the run ends or pauses."""
+    _served(state, body.assistant_id)
+    secret = state.settings.webhook_secret
+    webhook = webhooks.checked(body.webhook, secret) if body.webhook else None
+    row = await _thread_for(state, user_id, thread_id, body)
+    await _multitask(state, row, body)
     binding = await _bind(state, row, body.assistant_id)
     if body.command and "resume" in body.command:
         intent = await _resume(state, row, body.command["resume"])
     else:
         text = _last_human((body.input or {}).get("messages", []))
         intent = Start(text, chat=True, also=binding)
-    return await open_turn(state, intent, row, row.team)
+    opened = await open_turn(state, intent, row, row.team)
+    if webhook and not opened.notice:
+        payload = partial(_webhook_payload, state, thread_id, opened.run_id)
+        webhooks.schedule(webhook, secret, _ended(state, opened), payload)
+    return opened
+
+
+async def _thread_for(state: AppState, user_id: str, thread_id: str, body: RunIn) -> SessionRow:
+    """The user's thread ``thread_id`` — made first with ``if_not_exists="create"``."""
+    if body.if_not_exists == "create":
+        async with state.sessions() as db:
+            if await repo.claimed_session(db, thread_id) is None:
+                return await threads.create(db, state, user_id, thread_id, {})
+    return await threads.owned(state, user_id, thread_id)
+
+
+async def _multitask(state: AppState, row: SessionRow, body: RunIn) -> None:
+    """A new run on a thread whose run is executing: ``reject`` (the default: 409),
+    ``interrupt`` (cancel it — it stays resumable — and start), ``enqueue`` (start once it has
+    ended or paused); ``rollback`` is not supported."""
+    live = state.runs.live_in(row.id)
+    strategy = body.multitask_strategy or "reject"
+    if strategy == "rollback":
+        raise UsageError(
+            "multitask_strategy: 'rollback' is not supported; use reject, interrupt or enqueue"
+        )
+    if live is None or strategy == "reject" or (body.command and "resume" in body.command):
+        return
+    if strategy == "interrupt":
+        await state.runs.cancel(live)
+    else:
+        async for _ in state.runs.events(live, MAX_SEQ):  # nothing read: its end awaited
+            pass
+
+
+async def _webhook_payload(state: AppState, thread_id: str, run_id: str) -> dict[str, Any]:
+    run = _run_of_row(state, await state.backend.runs.get(run_id), live=False)
+    return {**run, "values": await _values(state, thread_id)}
 
 
 async def _bind(state: AppState, row: SessionRow, team: str) -> list[Any]:
@@ -475,14 +696,17 @@ async def _run_of(state: AppState, user_id: str, thread_id: str, run_id: str) ->
 
 
 async def _run(state: AppState, run_id: str) -> dict[str, Any]:
-    row = await state.backend.runs.get(run_id)
-    live = state.runs.live_in(row.session_id or "")
-    run_status = "running" if live == run_id else _STATUS.get(row.status, "pending")
+    return _run_of_row(state, await state.backend.runs.get(run_id))
+
+
+def _run_of_row(state: AppState, row: RunRow, live: bool = True) -> dict[str, Any]:
+    """A run as the protocol shows it (``live``: say ``running`` while it executes here)."""
+    executing = live and state.runs.live_in(row.session_id or "") == row.id
     return {
         "run_id": row.id,
         "thread_id": row.session_id,
         "assistant_id": row.team_name,
-        "status": run_status,
+        "status": "running" if executing else _STATUS.get(row.status, "pending"),
         "created_at": threads.iso(row.created_at),
         "updated_at": threads.iso(row.updated_at),
         "metadata": {},
