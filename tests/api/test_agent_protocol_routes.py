@@ -69,6 +69,9 @@ def test_if_not_exists_creates_the_thread_but_never_takes_anothers(base: str) ->
         with pytest.raises(httpx.HTTPStatusError) as missing:
             bob.runs.wait(thread, "assistant", input=ASK, if_not_exists=how)  # type: ignore[arg-type]
         assert missing.value.response.status_code == 404
+    with pytest.raises(httpx.HTTPStatusError) as bad:
+        alice.runs.wait("x" * 65, "assistant", input=ASK, if_not_exists="create")
+    assert bad.value.response.status_code == 400 and "thread_id" in bad.value.response.text
 
 
 def test_runs_are_listed_and_never_deleted(base: str) -> None:

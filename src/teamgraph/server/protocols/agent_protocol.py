@@ -29,6 +29,7 @@ interrupts in ``tasks[-1].interrupts``, tool approvals in LangChain's human-in-t
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterable
 from functools import partial
 from importlib import metadata
@@ -100,10 +101,13 @@ class AssistantQuery(BaseModel):
     sort_order: Literal["asc", "desc"] | None = None
 
 
+THREAD_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
 class ThreadIn(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    thread_id: str | None = Field(default=None, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
+    thread_id: str | None = Field(default=None, max_length=64, pattern=f"^{THREAD_ID.pattern}$")
     metadata: dict[str, Any] = Field(default_factory=dict)
     if_exists: Literal["raise", "do_nothing"] = "raise"
 
@@ -519,6 +523,8 @@ async def _open(state: AppState, user_id: str, thread_id: str, body: RunIn) -> O
 async def _thread_for(state: AppState, user_id: str, thread_id: str, body: RunIn) -> SessionRow:
     """The user's thread ``thread_id`` — made first with ``if_not_exists="create"``."""
     if body.if_not_exists == "create":
+        if not THREAD_ID.fullmatch(thread_id):
+            raise UsageError(f"thread_id: {thread_id[:80]!r} is not 1-64 of A-Z a-z 0-9 _ . : -")
         async with state.sessions() as db:
             if await repo.claimed_session(db, thread_id) is None:
                 return await threads.create(db, state, user_id, thread_id, {})
