@@ -5,10 +5,10 @@ runs — streamed, waited for, or started and joined — with interrupts resumed
 (the SDK's ``api_key``) or a bearer token.
 
 **In.** A run's ``input.messages``' last human message is a chat
-:class:`~teamgraph.server.turns.Start`; ``command.resume`` is an
-:class:`~teamgraph.server.turns.Answer` (a string, when the run asked a question) or a
-:class:`~teamgraph.server.turns.Resume` — ``{"action": ...}`` for every call, or
-``{<interrupt id>: {"action": ...}}``.
+:class:`~teamgraph.server.turns.Start` (while the thread's run waits for an answer, it is that
+answer); ``command.resume`` is an :class:`~teamgraph.server.turns.Answer` (a string, when the
+run asked a question) or a :class:`~teamgraph.server.turns.Resume` — LangChain's
+``{"decisions": [...]}``, or the earlier shapes (:func:`.langgraph_state.decisions`).
 
 **Out.** Stream parts (``event``: the mode, ``data``: JSON, ``id``: the seq of the event they
 came from), per requested ``stream_mode``:
