@@ -24,15 +24,16 @@ came from), per requested ``stream_mode``:
 Thread state and interrupts are in the shapes ``useStream`` reads
 (:mod:`.langgraph_state`): tool calls and questions in ``values.messages``, a paused run's
 interrupts in ``tasks[-1].interrupts``, tool approvals in LangChain's human-in-the-loop shape.
+
+This module holds the thread and run routes; the assistants and ``/info`` are
+:mod:`.langgraph_assistants`, threads as the protocol sees them :mod:`.langgraph_threads`, the
+stream parts :mod:`.langgraph_stream`, webhooks :mod:`.langgraph_webhooks`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import AsyncIterator, Iterable
 from functools import partial
-from importlib import metadata
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, HTTPException, Query, status
@@ -41,16 +42,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.errors import RunConflict, UsageError
-from teamgraph.events import Event
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
+from teamgraph.server.protocols import langgraph_assistants as assistants
 from teamgraph.server.protocols import langgraph_threads as threads
 from teamgraph.server.protocols import langgraph_webhooks as webhooks
-from teamgraph.server.protocols.adapter import EventStream
-from teamgraph.server.protocols.langgraph_state import decisions, message
-from teamgraph.server.protocols.reply import ChatReply, progress_line
+from teamgraph.server.protocols.langgraph_state import decisions
+from teamgraph.server.protocols.langgraph_stream import StreamParts, modes, parse_last_event_id
 from teamgraph.server.protocols.runs import MAX_SEQ
-from teamgraph.server.sse import frame
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import (
     Answer,
@@ -64,7 +63,7 @@ from teamgraph.server.turns import (
 from teamgraph.storage.models import RunRow, SessionRow
 
 router = APIRouter(prefix="/langgraph", tags=["LangGraph Agent Protocol"])
-MODES = ("values", "updates", "messages", "messages-tuple", "events", "custom", "debug")
+router.include_router(assistants.router)
 _STATUS = {  # teamgraph's run statuses in the Agent Protocol's words
     "completed": "success",
     "completed_with_errors": "success",
@@ -89,18 +88,6 @@ class RunIn(BaseModel):
     webhook: str | None = Field(default=None, max_length=2000)
 
 
-class AssistantQuery(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    graph_id: str | None = None
-    name: str | None = None
-    limit: int = Field(default=10, ge=1, le=1000)
-    offset: int = Field(default=0, ge=0)
-    sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
-    sort_order: Literal["asc", "desc"] | None = None
-
-
 THREAD_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
@@ -116,138 +103,6 @@ class ThreadPatch(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-# --- the server ----------------------------------------------------------------------------
-@router.get("/info")
-async def info() -> dict[str, Any]:
-    """What the server is, as a LangGraph server says it (no credential needed: clients such
-    as agent-chat-ui check it before they log in; it tells nothing about anyone's data)."""
-    return {
-        "version": _version("teamgraph"),
-        "langgraph_py_version": _version("langgraph"),
-        "flags": {"assistants": True, "crons": False, "langsmith": False},
-        "host": {"kind": "teamgraph", "project_id": None, "revision_id": None},
-    }
-
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-# --- assistants ----------------------------------------------------------------------------
-def _assistant(state: AppState, name: str) -> dict[str, Any]:
-    spec = state.teams[name].spec
-    return {
-        "assistant_id": name,
-        "graph_id": name,
-        "name": name,
-        "description": spec.description,
-        "config": {},
-        "context": {},
-        "metadata": {"pattern": spec.pattern},
-        "version": 1,
-        "created_at": _EPOCH,
-        "updated_at": _EPOCH,
-    }
-
-
-_EPOCH = "1970-01-01T00:00:00+00:00"
-
-
-@router.post("/assistants/search")
-async def search_assistants(
-    user: CurrentUser, state: State, body: AssistantQuery | None = None
-) -> list[dict[str, Any]]:
-    """The served teams that match ``metadata`` (``{"pattern": ...}``), ``graph_id`` and
-    ``name`` (a part of it), by name unless ``sort_by`` says otherwise, paged."""
-    query = body or AssistantQuery()
-    found = _assistants(state, query)
-    if query.sort_by:
-        found.sort(key=lambda a: a[query.sort_by or ""], reverse=query.sort_order == "desc")
-    elif query.sort_order == "desc":
-        found.reverse()
-    return found[query.offset : query.offset + query.limit]
-
-
-@router.post("/assistants/count")
-async def count_assistants(
-    user: CurrentUser, state: State, body: AssistantQuery | None = None
-) -> int:
-    return len(_assistants(state, body or AssistantQuery()))
-
-
-def _assistants(state: AppState, query: AssistantQuery) -> list[dict[str, Any]]:
-    every = [_assistant(state, name) for name in sorted(state.teams)]
-    return [
-        a
-        for a in every
-        if threads.contains(a["metadata"], query.metadata)
-        and (query.graph_id is None or a["graph_id"] == query.graph_id)
-        and (query.name is None or query.name.lower() in a["name"].lower())
-    ]
-
-
-@router.get("/assistants/{assistant_id}")
-async def get_assistant(assistant_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
-    return _assistant(state, _served(state, assistant_id))
-
-
-@router.get("/assistants/{assistant_id}/graph")
-async def get_graph(assistant_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
-    """The team's compiled LangGraph graph as LangGraph's ``get_graph().to_json()`` draws it
-    (``{"nodes": [...], "edges": [...]}``), what Studio draws."""
-    graph = state.runs.runner(_served(state, assistant_id)).graph.get_graph()
-    drawn: dict[str, Any] = json.loads(json.dumps(graph.to_json(), default=str))
-    return drawn
-
-
-@router.get("/assistants/{assistant_id}/schemas")
-async def get_schemas(assistant_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
-    """What a run of the assistant takes and gives: ``{"messages": [...]}`` (LangChain
-    messages; the last human one is the request); no configuration or context."""
-    return {
-        "graph_id": _served(state, assistant_id),
-        "input_schema": MESSAGES_SCHEMA,
-        "output_schema": MESSAGES_SCHEMA,
-        "state_schema": MESSAGES_SCHEMA,
-        "config_schema": {"title": "Config", "type": "object", "properties": {}},
-        "context_schema": None,
-    }
-
-
-@router.get("/assistants/{assistant_id}/subgraphs")
-async def get_subgraphs(assistant_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
-    """None listed: a team's nested teams run as parts of its own graph."""
-    _served(state, assistant_id)
-    return {}
-
-
-def _served(state: AppState, assistant_id: str) -> str:
-    if assistant_id not in state.teams:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Assistant not found")
-    return assistant_id
-
-
-MESSAGES_SCHEMA: dict[str, Any] = {
-    "title": "State",
-    "type": "object",
-    "properties": {
-        "messages": {
-            "title": "Messages",
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"type": {"type": "string"}, "content": {}},
-                "required": ["type", "content"],
-            },
-        }
-    },
-    "required": ["messages"],
-}
 
 
 # --- threads -------------------------------------------------------------------------------
@@ -416,7 +271,7 @@ async def create_stateless_run(
 async def _stateless(db: AsyncSession, state: AppState, user_id: str, body: RunIn) -> str:
     if body.command:
         raise UsageError("command: a run without a thread has nothing to resume")
-    _served(state, body.assistant_id)
+    assistants.served(state, body.assistant_id)
     origin = threads.ORIGIN if body.on_completion == "keep" else threads.STATELESS
     row = await threads.create(db, state, user_id, None, dict(body.metadata or {}), origin)
     return row.id
@@ -431,13 +286,13 @@ def _located(content: Any, thread_id: str, run_id: str) -> JSONResponse:
 
 
 def _streamed(state: AppState, opened: Opened, thread_id: str, body: RunIn) -> StreamingResponse:
-    parts = StreamParts(state, opened, thread_id, _modes(body.stream_mode))
+    parts = StreamParts(state, opened, thread_id, modes(body.stream_mode))
     return parts.response(_location(thread_id, opened.run_id))
 
 
 async def _waited(state: AppState, opened: Opened, thread_id: str) -> JSONResponse:
     await _ended(state, opened)
-    return _located(await _values(state, thread_id), thread_id, opened.run_id)
+    return _located(await threads.values_by_id(state, thread_id), thread_id, opened.run_id)
 
 
 async def _ended(state: AppState, opened: Opened) -> None:
@@ -457,7 +312,7 @@ async def join_run(thread_id: str, run_id: str, user: CurrentUser, state: State)
     await _run_of(state, user.id, thread_id, run_id)
     async for _ in state.runs.events(run_id):
         pass
-    return await _values(state, thread_id)
+    return await threads.values_by_id(state, thread_id)
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/stream", response_class=StreamingResponse)
@@ -474,23 +329,8 @@ async def join_stream(
     skip = parse_last_event_id(last_event_id)
     after = skip[0] - 1 if skip and skip[1] >= 0 else skip[0] if skip else 0
     opened = Opened(run_id, row.team_name, max(after, 0))
-    modes = _modes(stream_mode or ["values"])
-    return StreamParts(state, opened, thread_id, modes, skip).response()
-
-
-def parse_last_event_id(value: str | None) -> tuple[int, int] | None:
-    """``Last-Event-ID`` as (seq, part): ``<seq>:<n>`` — a part's id — is after that part;
-    a bare ``<seq>`` is after all of event ``seq``'s parts (``n`` = -1: nothing of ``seq``
-    is written again). ``None`` when absent."""
-    if value is None or not value.strip():
-        return None
-    seq, _, part = value.strip().partition(":")
-    if not seq.isdigit() or (part and not part.isdigit()) or int(seq) > MAX_SEQ:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            detail=f"Last-Event-ID: {value[:40]!r} is not a stream part id (<seq>:<n>)",
-        )
-    return int(seq), int(part) if part else -1
+    asked = modes(stream_mode or ["values"])
+    return StreamParts(state, opened, thread_id, asked, skip).response()
 
 
 @router.post("/threads/{thread_id}/runs/{run_id}/cancel", status_code=status.HTTP_202_ACCEPTED)
@@ -502,7 +342,7 @@ async def cancel_run(thread_id: str, run_id: str, user: CurrentUser, state: Stat
 async def _open(state: AppState, user_id: str, thread_id: str, body: RunIn) -> Opened:
     """Start the run the body asks for on the thread, or resume its paused run; with a
     ``webhook``, call it once the run ends or pauses."""
-    _served(state, body.assistant_id)
+    assistants.served(state, body.assistant_id)
     secret = state.settings.webhook_secret
     webhook = webhooks.checked(body.webhook, secret) if body.webhook else None
     row = await _thread_for(state, user_id, thread_id, body)
@@ -552,7 +392,7 @@ async def _multitask(state: AppState, row: SessionRow, body: RunIn) -> None:
 
 async def _webhook_payload(state: AppState, thread_id: str, run_id: str) -> dict[str, Any]:
     run = _run_of_row(state, await state.backend.runs.get(run_id), live=False)
-    return {**run, "values": await _values(state, thread_id)}
+    return {**run, "values": await threads.values_by_id(state, thread_id)}
 
 
 async def _bind(state: AppState, row: SessionRow, team: str) -> list[Any]:
@@ -601,98 +441,6 @@ async def _resume(state: AppState, row: SessionRow, value: Any) -> Intent:
     return Resume(run_id, decisions=by_request, default=default)
 
 
-Part = tuple[str, Any, str | None]  # (mode, data, id)
-
-
-class StreamParts(EventStream[Part]):
-    """Folds one execution's events into stream parts of the asked modes. Each part has an id
-    of its own, ``<seq>:<n>``: the ``n``-th part written after the event ``seq`` (the parts
-    the run's end adds count on from its last event's), so a reconnect with ``Last-Event-ID``
-    (:func:`parse_last_event_id`, ``skip``) resumes at the very next part. A rejoined stream
-    gets no metadata and no first state again."""
-
-    def __init__(
-        self,
-        state: AppState,
-        turn: Opened,
-        thread_id: str,
-        modes: set[str],
-        skip: tuple[int, int] | None = None,
-    ) -> None:
-        super().__init__(state, turn)
-        self.thread_id, self.modes, self.skip = thread_id, set(modes), skip
-        if "messages-tuple" in self.modes:
-            self.modes.add("messages")
-        pattern = state.teams[turn.team].spec.pattern if turn.team in state.teams else ""
-        self.reply = ChatReply(pattern, separate=True)
-        self.last = turn.after_seq  # the seq of the last event seen
-        self._written = 0  # parts numbered after it
-
-    async def on_start(self) -> AsyncIterator[Part]:
-        if self.skip is not None:
-            return
-        yield "metadata", {"run_id": self.turn.run_id, "attempt": 1}, None
-        if "values" in self.modes:
-            yield "values", await _values(self.state, self.thread_id), None
-
-    def on_event(self, event: Event) -> Iterable[Part]:
-        self.last, self._written = event.seq, 0
-        return self._numbered(self._parts(event))
-
-    async def on_end(self) -> AsyncIterator[Part]:
-        values = await _values(self.state, self.thread_id)
-        ending: list[tuple[str, Any]] = []
-        if values.get("__interrupt__") and "updates" in self.modes:
-            ending.append(("updates", {"__interrupt__": values["__interrupt__"]}))
-        if "values" in self.modes:
-            ending.append(("values", values))
-        for part in self._numbered(ending):
-            yield part
-
-    def _numbered(self, parts: Iterable[tuple[str, Any]]) -> list[Part]:
-        """``parts`` with their ids, but those the reconnecting client had."""
-        out: list[Part] = []
-        for mode, data in parts:
-            n, self._written = self._written, self._written + 1
-            if self.skip is None or self.skip < (self.last, n):
-                out.append((mode, data, f"{self.last}:{n}"))
-        return out
-
-    def encode(self, part: Part) -> str:
-        mode, data, part_id = part
-        return frame(mode, json.dumps(data, ensure_ascii=False), part_id)
-
-    def _parts(self, event: Event) -> Iterable[tuple[str, Any]]:
-        if "events" in self.modes:
-            yield "events", {"event": event.type, "data": event.model_dump(mode="json")}
-        if "custom" in self.modes and (line := progress_line(event)):
-            yield "custom", line
-        if "updates" in self.modes and (update := _update(event)):
-            yield "updates", update
-        kind, text = self.reply.piece(event)  # every event: the reply keeps its state
-        answers = kind == "answer" and text and event.type != "clarification_requested"
-        if answers and "messages" in self.modes:
-            chunk = {"type": "AIMessageChunk", "content": text, "id": f"run-{self.turn.run_id}"}
-            yield "messages", [chunk, {"langgraph_node": event.path[-1] if event.path else ""}]
-
-
-def _update(event: Event) -> dict[str, Any] | None:
-    if event.type == "step_completed":
-        return {event.step_id: {"output": event.output, "worker": event.worker}}
-    if event.type == "step_failed":
-        return {event.step_id: {"error": event.error, "worker": event.worker}}
-    if event.type == "agent_message" and len(event.path) == 2:
-        return {event.agent: {"messages": [message("assistant", event.content, event.agent)]}}
-    return None
-
-
-async def _values(state: AppState, thread_id: str) -> dict[str, Any]:
-    async with state.sessions() as db:
-        row = await repo.claimed_session(db, thread_id)
-    assert row is not None
-    return await threads.values_of(state, row)
-
-
 async def _run_of(state: AppState, user_id: str, thread_id: str, run_id: str) -> RunRow:
     """The user's run ``run_id`` of thread ``thread_id`` — 404 otherwise."""
     row = await state.backend.runs.owned(run_id, user_id)
@@ -719,11 +467,3 @@ def _run_of_row(state: AppState, row: RunRow, live: bool = True) -> dict[str, An
         "kwargs": {},
         "multitask_strategy": "reject",
     }
-
-
-def _modes(asked: str | list[str]) -> set[str]:
-    modes = {asked} if isinstance(asked, str) else set(asked)
-    unknown = modes - set(MODES)
-    if unknown:
-        raise UsageError(f"stream_mode: {sorted(unknown)} not supported; use {', '.join(MODES)}")
-    return modes

@@ -140,6 +140,15 @@ async def values_of(state: AppState, row: SessionRow) -> dict[str, Any]:
     return values
 
 
+async def values_by_id(state: AppState, thread_id: str) -> dict[str, Any]:
+    """:func:`values_of` the thread ``thread_id`` (one the caller was shown already)."""
+    async with state.sessions() as db:
+        row = await repo.claimed_session(db, thread_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Thread not found")
+    return await values_of(state, row)
+
+
 # --- many threads ----------------------------------------------------------------------------
 async def search(
     db: AsyncSession, state: AppState, user_id: str, query: ThreadQuery
