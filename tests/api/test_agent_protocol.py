@@ -378,3 +378,6 @@ def test_search_by_status_and_thread_update_copy_delete(base: str) -> None:
         client.threads.update_state(paused, {"messages": []})
     assert refused.value.response.status_code == 501
     assert "not supported" in refused.value.response.json()["detail"]
+    client.threads.delete(paused)  # its paused run is closed: nothing waits any more
+    key = client.http.client.headers["x-api-key"]
+    assert httpx.get(f"{base}/api/v1/pending", headers={"x-api-key": key}).json() == []

@@ -58,6 +58,7 @@ from teamgraph.server.turns import (
     Resume,
     Start,
     open_turn,
+    paused_run,
     waiting_in,
 )
 from teamgraph.storage.models import RunRow, SessionRow
@@ -151,13 +152,16 @@ async def update_thread(
 
 @router.delete("/threads/{thread_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete_thread(thread_id: str, user: CurrentUser, state: State, db: Db) -> None:
-    """Delete the thread and its messages (its runs' records stay, as a session's do); a thread
-    whose run is executing is a 409 — cancel the run first."""
+    """Delete the thread and its messages (its runs' records stay, as a session's do; a run
+    waiting for a human is closed first); a thread whose run is executing is a 409 — cancel the
+    run first."""
     row = await repo.owned_session(db, user.id, thread_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Thread not found")
     if state.runs.live_in(row.id) is not None:
         raise RunConflict("the thread's run is executing; cancel it first")
+    if (paused := await paused_run(state, row.id)) is not None:
+        await state.runs.cancel(paused.id)
     await repo.delete_session(db, row)
 
 
