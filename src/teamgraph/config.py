@@ -170,6 +170,12 @@ class Settings(BaseSettings):
         "with the package).",
     )
     cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
+    webhook_secret: str = Field(
+        default="",
+        repr=False,
+        description="Key that signs the Agent Protocol's webhook calls (HMAC-SHA256); empty: "
+        "runs with a webhook are refused.",
+    )
     max_concurrent_runs: int = Field(
         default=4, ge=1, description="Runs executing at once in the server (others queue)."
     )

@@ -176,6 +176,6 @@ def install_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> No
             allow_credentials=True,
             allow_methods=["*"],
             allow_headers=["*"],
-            expose_headers=["X-Request-ID", "Retry-After", "Content-Type"],
+            expose_headers=["X-Request-ID", "Retry-After", "Content-Type", "Content-Location"],
         )
     app.add_middleware(RequestContextMiddleware, metrics=metrics, fastapi_app=app)

@@ -83,13 +83,24 @@ def bind_team(session_id: str, team: str) -> Statement:
     return update(SessionRow).where(SessionRow.id == session_id).values(team=team), None
 
 
-async def list_sessions(db: AsyncSession, user_id: str) -> list[SessionRow]:
+async def list_sessions(
+    db: AsyncSession, user_id: str, origin: str | None = None
+) -> list[SessionRow]:
+    """The user's sessions, latest first (``origin``: only those the dialect of that name made)."""
     query = (
         select(SessionRow)
         .where(SessionRow.user_id == user_id)
-        .order_by(SessionRow.updated_at.desc())
+        .order_by(SessionRow.updated_at.desc(), SessionRow.created_at.desc())
     )
+    if origin is not None:
+        query = query.where(SessionRow.origin == origin)
     return list((await db.scalars(query)).all())
+
+
+def set_meta(session_id: str, meta: dict[str, Any]) -> Statement:
+    """The statement that sets a session's client metadata (and marks it updated)."""
+    values = {"meta": meta, "updated_at": utcnow()}
+    return update(SessionRow).where(SessionRow.id == session_id).values(**values), None
 
 
 @dataclass(frozen=True)
@@ -116,6 +127,22 @@ async def rename_session(db: AsyncSession, row: SessionRow, name: str) -> Sessio
     row.name, row.updated_at = name, utcnow()
     await db.commit()
     return row
+
+
+async def copy_session(db: AsyncSession, row: SessionRow, copy: SessionRow) -> None:
+    """Give ``copy`` the team and the messages of ``row`` (same owner)."""
+    copy.team, copy.template = row.team, row.template
+    for m in await messages(db, row.id):
+        db.add(
+            MessageRow(
+                session_id=copy.id,
+                role=m.role,
+                content=m.content,
+                run_id=m.run_id,
+                created_at=m.created_at,
+            )
+        )
+    await db.commit()
 
 
 async def delete_session(db: AsyncSession, row: SessionRow) -> None:

@@ -28,7 +28,7 @@ def one_line(data: str) -> str:
     return data if data.isascii() else data.translate(_BREAKS)
 
 
-def frame(event: str | None, data: str, event_id: int | None = None) -> str:
+def frame(event: str | None, data: str, event_id: int | str | None = None) -> str:
     """One server-sent event; ``data`` is JSON text (``event``: its type, for dialects that name
     their events; ``event_id``: what a reconnecting client sends back as ``Last-Event-ID``)."""
     head = f"id: {event_id}\n" if event_id is not None else ""

@@ -85,6 +85,10 @@ class SessionRow(Base):
     # a stateless client's conversation (the OpenAI route): the hash of the messages so far,
     # which the client's next request starts with
     conversation_key: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    # the dialect that made it, when it lists its own sessions ("langgraph": an Agent Protocol
+    # thread), and the metadata its client gave it (a thread's ``metadata``)
+    origin: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

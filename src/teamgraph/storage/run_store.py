@@ -123,6 +123,9 @@ class RunStore(Protocol):
     # --- events and seqs
     async def append(self, events: Sequence[BaseEvent], *also: Statement) -> None: ...
     def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]: ...
+    async def events_of(
+        self, run_ids: Collection[str], types: Collection[str]
+    ) -> Sequence[Event]: ...
     def seqs(self, run_id: str, start: int, reserved: int) -> SeqBlock: ...
     async def cancel_stored(self, run_id: str, reason: str, after_seq: int = 0) -> None: ...
 
@@ -326,6 +329,20 @@ class SqlRunStore:
             if len(rows) < PAGE:
                 return
             after_seq = rows[-1].seq
+
+    async def events_of(self, run_ids: Collection[str], types: Collection[str]) -> Sequence[Event]:
+        """The stored events of the given types of several runs, by run then seq (a thread's
+        tool calls and questions, read in one query)."""
+        if not run_ids or not types:
+            return []
+        query = (
+            select(EventRow.data)
+            .where(EventRow.run_id.in_(list(run_ids)), EventRow.type.in_(list(types)))
+            .order_by(EventRow.run_id, EventRow.seq)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [event_from_json(row.data) for row in rows]
 
     def seqs(self, run_id: str, start: int, reserved: int) -> SeqBlock:
         return SeqBlock(self, run_id, start, reserved)
