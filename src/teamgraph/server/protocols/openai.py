@@ -31,7 +31,7 @@ from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
 from teamgraph.server.errors import ErrorShape
 from teamgraph.server.protocols.adapter import EventStream
-from teamgraph.server.protocols.reply import ChatReply
+from teamgraph.server.protocols.reply import ChatReply, decision_in
 from teamgraph.server.schemas import no_nul
 from teamgraph.server.sse import frame
 from teamgraph.server.state import AppState
@@ -60,8 +60,6 @@ _ERROR_TYPES = {
     429: ("rate_limit_error", "rate_limit_exceeded"),
     503: ("server_error", "service_unavailable"),
 }
-DECISIONS = {"approve": "approve", "approved": "approve", "yes": "approve", "reject": "reject"}
-DECISIONS |= {"rejected": "reject", "no": "reject"}
 
 
 class OpenAIError(HTTPException):
@@ -281,16 +279,6 @@ def _about(run_id: str, session: SessionRow, result: RunResult) -> dict[str, Any
         "status": result.status,
         "cost_usd": result.usage.cost_usd,
     }
-
-
-def decision_in(text: str) -> dict[str, str] | None:
-    """The decision a chat message states — ``approve`` (``yes``) or ``reject`` (``no``), a
-    reason after a colon (``reject: not now``) — else ``None``."""
-    word, _, comment = text.strip().partition(":")
-    action = DECISIONS.get(word.strip().lower().rstrip(".!"))
-    if action is None:
-        return None
-    return {"action": action, "comment": comment.strip()}
 
 
 async def _intent(state: AppState, session: SessionRow, text: str) -> Intent:
