@@ -18,6 +18,7 @@ sessions in memory: behind several API processes, route a session to one of them
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -87,9 +88,26 @@ async def _serving(app: FastAPI) -> AsyncIterator[None]:
         yield
         return
     manager = StreamableHTTPSessionManager(app=_server(), stateless=False)
+    ready, stop = asyncio.Event(), asyncio.Event()
+
+    async def run() -> None:  # its task group entered and left in one task of its own
+        async with manager.run():
+            ready.set()
+            await stop.wait()
+
+    task = asyncio.create_task(run())
+    started = asyncio.create_task(ready.wait())
+    await asyncio.wait((task, started), return_when=asyncio.FIRST_COMPLETED)
+    if task.done():  # it failed to start: say why
+        started.cancel()
+        task.result()
     app.state.mcp = manager
-    async with manager.run():
+    try:
         yield
+    finally:
+        app.state.mcp = None
+        stop.set()
+        await task
 
 
 class Endpoint:
