@@ -31,20 +31,11 @@ from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
 from teamgraph.server.errors import ErrorShape
 from teamgraph.server.protocols.adapter import EventStream
-from teamgraph.server.protocols.reply import ChatReply, decision_in
+from teamgraph.server.protocols.reply import ChatReply, chat_intent
 from teamgraph.server.schemas import no_nul
 from teamgraph.server.sse import frame
 from teamgraph.server.state import AppState
-from teamgraph.server.turns import (
-    Intent,
-    Opened,
-    Resume,
-    Start,
-    follow,
-    open_turn,
-    remember_pause,
-    waiting_in,
-)
+from teamgraph.server.turns import Opened, follow, open_turn, remember_pause
 from teamgraph.status import PAUSED
 from teamgraph.storage.models import SessionRow
 
@@ -174,7 +165,9 @@ async def completions(
         raise OpenAIError(400, "The last message must be the user's, with text.", param="messages")
     session = await _conversation(db, user.id, body.model, history)
     await db.close()  # give the request's connection back: a whole run needs the pool
-    opened = await open_turn(state, await _intent(state, session, last.text), session, body.model)
+    opened = await open_turn(
+        state, await chat_intent(state, session, last.text), session, body.model
+    )
     if body.stream:
         return CompletionChunks(state, opened, session, body).response()
     turn = await follow(state, opened)
@@ -279,18 +272,6 @@ def _about(run_id: str, session: SessionRow, result: RunResult) -> dict[str, Any
         "status": result.status,
         "cost_usd": result.usage.cost_usd,
     }
-
-
-async def _intent(state: AppState, session: SessionRow, text: str) -> Intent:
-    """The message as a chat :class:`Start` — or, when the session's run waits for decisions
-    on tool calls and the message states one (:func:`decision_in`), the :class:`Resume` that
-    decides them all."""
-    decision = decision_in(text)
-    if decision is not None:
-        waiting = await waiting_in(state, session.id)
-        if waiting is not None and waiting.approvals and not waiting.asks:
-            return Resume(waiting.run.id, default=decision)
-    return Start(text, chat=True)
 
 
 def _with_pause_note(
