@@ -30,7 +30,6 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from teamgraph.server import repositories as repo
-from teamgraph.server.credentials import presented
 from teamgraph.server.protocols.reply import ChatReply, decision_in
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import (
@@ -120,7 +119,7 @@ class Endpoint:
             message = "MCP is not installed on this server: pip install 'teamgraph[mcp]'"
             await JSONResponse({"detail": message}, 501)(scope, receive, send)
             return
-        user_id = await _user_of(app.state.teamgraph, scope)
+        user_id = await app.state.teamgraph.authenticator.caller(scope)
         if user_id is None:
             headers = {"WWW-Authenticate": "Bearer"}
             detail = "Not authenticated: send a bearer token or an API key (x-api-key)"
@@ -133,16 +132,6 @@ class Endpoint:
         token = AccessToken(token="", client_id=user_id, scopes=[], subject=user_id)
         scope["user"] = AuthenticatedUser(token)
         await manager.handle_request(scope, receive, send)
-
-
-async def _user_of(state: AppState, scope: Scope) -> str | None:
-    """The user a bearer token or API key authenticates (the log-in cookie does not count: a
-    page of another site must not call tools as its visitor)."""
-    found = presented(scope)
-    if found is None or found.source == "cookie":
-        return None
-    claims = await state.authenticator.claims(found.token)
-    return claims.user_id if claims is not None else None
 
 
 router = APIRouter(tags=["MCP"], lifespan=_serving)
