@@ -4,6 +4,7 @@ message with the same task, an approval, cancel, the caller's own tasks, and A2A
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,7 +27,7 @@ from a2a.types import (
 from teamgraph.config import Settings
 from teamgraph.server.app import create_app
 
-from .conftest import serving
+from .conftest import make_user, serving
 from .test_openai_compat import login, new_key
 
 
@@ -185,3 +186,20 @@ async def test_a2a_0_3_methods_are_served_on_the_same_endpoint(server: str, key:
         got = {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": task["id"]}}
         again = (await http.post("/a2a/research", json=got)).json()["result"]
     assert again["id"] == task["id"] and "append-only file" in str(again["artifacts"])
+
+
+async def test_without_the_sdk_a2a_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, api_settings: Settings
+) -> None:
+    for module in ("a2a.server.request_handlers", "a2a.server.request_handlers.response_helpers"):
+        monkeypatch.setitem(sys.modules, module, None)
+    app = create_app(api_settings)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client,
+    ):
+        alice = await make_user(client, "alice@example.com")
+        card = await client.get("/a2a/research/.well-known/agent-card.json", headers=alice.headers)
+        sent = await client.post("/a2a/research", json={}, headers=alice.headers)
+        for answered in (card, sent):
+            assert answered.status_code == 501 and "teamgraph[a2a]" in answered.json()["detail"]

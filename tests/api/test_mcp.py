@@ -4,6 +4,7 @@ answered through elicitation or by a follow-up call with the run id, and the cre
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,7 +17,7 @@ from mcp.client.streamable_http import streamablehttp_client
 from teamgraph.config import Settings
 from teamgraph.server.app import create_app
 
-from .conftest import serving
+from .conftest import make_user, serving
 from .test_openai_compat import login, new_key
 
 # the client that takes headers works on every mcp release the project supports (>= 1.20)
@@ -145,3 +146,17 @@ async def test_without_elicitation_a_pause_says_how_to_continue_and_a_call_does(
     async with connect(server, {"x-api-key": other}) as theirs:
         stolen = await theirs.call_tool("notebook", {"request": "x", "run_id": run_id})
     assert stolen.isError and "No run" in text_of(stolen)
+
+
+async def test_without_the_sdk_mcp_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, api_settings: Settings
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp.server.streamable_http_manager", None)
+    app = create_app(api_settings)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client,
+    ):
+        alice = await make_user(client, "alice@example.com")
+        answered = await client.post("/mcp", json={}, headers=alice.headers)
+        assert answered.status_code == 501 and "teamgraph[mcp]" in answered.json()["detail"]
