@@ -4,9 +4,11 @@ message with the same task, an approval, cancel, the caller's own tasks, and A2A
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -203,3 +205,15 @@ async def test_without_the_sdk_a2a_says_how_to_install_it(
         sent = await client.post("/a2a/research", json={}, headers=alice.headers)
         for answered in (card, sent):
             assert answered.status_code == 501 and "teamgraph[a2a]" in answered.json()["detail"]
+
+
+def test_the_docs_client_example_runs(
+    server: str, key: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "a2a.md").read_text()
+    [code] = re.findall(r"```python client\n(.*?)```", doc, re.DOTALL)
+    monkeypatch.setenv("TEAMGRAPH_URL", server)
+    monkeypatch.setenv("TEAMGRAPH_API_KEY", key)
+    exec(compile(code, "docs/a2a.md", "exec"), {"__name__": "__main__"})
+    printed = capsys.readouterr().out
+    assert printed.startswith("TASK_STATE_COMPLETED") and "append-only file" in printed

@@ -4,9 +4,11 @@ answered through elicitation or by a follow-up call with the run id, and the cre
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -160,3 +162,16 @@ async def test_without_the_sdk_mcp_says_how_to_install_it(
         alice = await make_user(client, "alice@example.com")
         answered = await client.post("/mcp", json={}, headers=alice.headers)
         assert answered.status_code == 501 and "teamgraph[mcp]" in answered.json()["detail"]
+
+
+def test_the_docs_client_example_runs(
+    server: str, key: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    [code] = re.findall(r"```python client\n(.*?)```", doc, re.DOTALL)
+    monkeypatch.setenv("TEAMGRAPH_URL", server)
+    monkeypatch.setenv("TEAMGRAPH_API_KEY", key)
+    exec(compile(code, "docs/mcp.md", "exec"), {"__name__": "__main__"})
+    printed = capsys.readouterr().out
+    assert "'research'" in printed and "progress: > Plan" in printed
+    assert "append-only file" in printed
