@@ -78,14 +78,34 @@ async def test_each_team_is_a_tool_whose_call_streams_progress_and_answers(
 
 async def test_a_bearer_token_works_and_no_credential_is_a_401(server: str, key: str) -> None:
     token = login(server, "mcp@example.com")
-    async with connect(server, {"Authorization": f"Bearer {token}"}) as mcp:
+    bearer = {"Authorization": f"Bearer {token}"}
+    async with (
+        streamablehttp_client(f"{server}/mcp", headers=bearer) as (read, write, session_id),
+        ClientSession(read, write) as mcp,
+    ):
+        await mcp.initialize()
         assert (await mcp.list_tools()).tools
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    accept = {"Accept": "application/json, text/event-stream"}
-    async with httpx.AsyncClient(base_url=server) as http:
-        for headers in ({}, {"x-api-key": "tg-not-a-key"}, {"Authorization": "Bearer nope"}):
-            denied = await http.post("/mcp", json=hello, headers={**accept, **headers})
-            assert denied.status_code == 401 and denied.headers["WWW-Authenticate"] == "Bearer"
+        opened = session_id()
+        assert opened
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        accept = {"Accept": "application/json, text/event-stream"}
+        cookie = {"Cookie": f"teamgraph_token={token}"}
+        other = new_key(server, login(server, "mallory@example.com"))["key"]
+        async with httpx.AsyncClient(base_url=server) as http:
+            for headers in (
+                {},
+                {"x-api-key": "tg-not-a-key"},
+                {"Authorization": "Bearer x"},
+                cookie,
+            ):
+                denied = await http.post("/mcp", json=hello, headers={**accept, **headers})
+                assert denied.status_code == 401
+                assert denied.headers["WWW-Authenticate"] == "Bearer"
+            theirs = {**accept, "x-api-key": other, "mcp-session-id": opened}
+            stolen = await http.post("/mcp", json=hello, headers=theirs)
+            assert stolen.status_code == 404  # a session answers its own user only
+            mine = await http.post("/mcp", json=hello, headers={**theirs, "x-api-key": key})
+            assert mine.status_code == 200  # the same user's other credential: its session
 
 
 async def test_a_question_is_asked_by_elicitation_and_the_answer_goes_on(

@@ -39,7 +39,7 @@ from teamgraph.server.deps import CurrentUser, State
 from teamgraph.server.protocols.reply import ChatReply, chat_intent
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import Opened, open_turn, result_of, waiting_in, waiting_notice
-from teamgraph.status import PAUSED
+from teamgraph.status import FINISHED, PAUSED
 from teamgraph.storage.models import SessionRow
 
 if TYPE_CHECKING:
@@ -260,7 +260,7 @@ class _Task:
         await self.updater.add_artifact(
             [new_text_part(rest)], ANSWER, ANSWER, append=chunks > 0, last_chunk=True
         )
-        if result.status == "completed":
+        if result.status in FINISHED:
             await self.updater.complete()
         elif result.status == "cancelled":
             await self.updater.cancel()

@@ -42,7 +42,7 @@ from teamgraph.server.turns import (
     result_of,
     waiting_notice,
 )
-from teamgraph.status import PAUSED
+from teamgraph.status import FINISHED, PAUSED
 
 if TYPE_CHECKING:
     from mcp import types
@@ -129,7 +129,7 @@ class Endpoint:
         from mcp.server.auth.provider import AccessToken
 
         # the SDK binds a session to the user that opened it (another credential: 404)
-        token = AccessToken(token="", client_id=user_id, scopes=[], subject=user_id)
+        token = AccessToken(token="", client_id=user_id, scopes=[])
         scope["user"] = AuthenticatedUser(token)
         await manager.handle_request(scope, receive, send)
 
@@ -165,7 +165,7 @@ def _call(server: Server[Any, Any]) -> ToolCall:
     request = ctx.request
     assert request is not None  # streamable HTTP: the request that carried the message
     token = ctx.meta.progressToken if ctx.meta is not None else None
-    user = request.scope["user"].access_token.subject
+    user = request.scope["user"].access_token.client_id  # the caller (see Endpoint)
     return ToolCall(request.app.state.teamgraph, user, ctx.session, ctx.request_id, token)
 
 
@@ -224,7 +224,7 @@ class ToolCall:
                     answer += text
             result = await result_of(self.state, opened)
             if result.status not in PAUSED:
-                return _result(answer + reply.closing(), error=result.status != "completed")
+                return _result(answer + reply.closing(), error=result.status not in FINISHED)
             pending = await self.state.runs.runner(team).pending(opened.run_id)
             intent = await self._elicit(pending, opened.run_id)
             if intent is None:
