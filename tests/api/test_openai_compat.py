@@ -310,3 +310,30 @@ async def test_a_plain_error_under_the_prefix_is_reshaped_with_its_headers() -> 
         }
     }
     assert plain.json() == {"detail": "database down"}
+
+
+async def test_a_conflict_under_the_prefix_has_openais_shape() -> None:
+    from fastapi import FastAPI
+
+    from teamgraph.errors import RunConflict
+    from teamgraph.server.errors import install_error_handlers
+    from teamgraph.server.protocols.openai import ERROR_SHAPE
+
+    app = FastAPI()
+    install_error_handlers(app, [ERROR_SHAPE])
+
+    @app.post("/v1/busy")
+    async def busy() -> None:
+        raise RunConflict("the conversation's run is still running")
+
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as http:
+        answered = await http.post("/v1/busy")
+    assert answered.status_code == 409
+    assert answered.json()["error"] == {
+        "message": "the conversation's run is still running",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "conflict",
+    }
