@@ -4,6 +4,7 @@ message with the same task, an approval, cancel, the caller's own tasks, and A2A
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -187,7 +188,17 @@ async def test_a2a_0_3_methods_are_served_on_the_same_endpoint(server: str, key:
         assert task["kind"] == "task" and task["status"]["state"] == "completed", sent
         got = {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": task["id"]}}
         again = (await http.post("/a2a/research", json=got)).json()["result"]
-    assert again["id"] == task["id"] and "append-only file" in str(again["artifacts"])
+        assert again["id"] == task["id"] and "append-only file" in str(again["artifacts"])
+        asked = {**message, "messageId": "m-2", "parts": [{"kind": "text", "text": "help"}]}
+        stream = {**call, "method": "message/stream", "params": {"message": asked}}
+        async with http.stream("POST", "/a2a/notebook", json=stream) as response:
+            lines = [line async for line in response.aiter_lines() if line.startswith("data:")]
+        events = [json.loads(line.removeprefix("data:"))["result"] for line in lines]
+        last = events[-1]  # the stream ends at the pause (a2a-sdk marks it final only at the end)
+        assert last["kind"] == "status-update" and last["status"]["state"] == "input-required"
+        cancel = {**call, "method": "tasks/cancel", "params": {"id": last["taskId"]}}
+        cancelled = (await http.post("/a2a/notebook", json=cancel)).json()["result"]
+    assert cancelled["status"]["state"] == "canceled"
 
 
 async def test_without_the_sdk_a2a_says_how_to_install_it(
