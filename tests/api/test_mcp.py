@@ -73,6 +73,7 @@ async def test_each_team_is_a_tool_whose_call_streams_progress_and_answers(
             "research", {"request": "How Redis persists data"}, progress_callback=on_progress
         )
     assert not result.isError and "append-only file" in text_of(result)
+    assert (result.structuredContent or {})["status"] == "completed"
     assert progress and progress[0].startswith("> Plan") and any("▶" in p for p in progress)
 
 

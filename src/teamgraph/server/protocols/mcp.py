@@ -224,7 +224,9 @@ class ToolCall:
                     answer += text
             result = await result_of(self.state, opened)
             if result.status not in PAUSED:
-                return _result(answer + reply.closing(), error=result.status not in FINISHED)
+                ended = {"run_id": opened.run_id, "status": result.status}
+                failed = result.status not in FINISHED
+                return _result(answer + reply.closing(), error=failed, structured=ended)
             pending = await self.state.runs.runner(team).pending(opened.run_id)
             intent = await self._elicit(pending, opened.run_id)
             if intent is None:
