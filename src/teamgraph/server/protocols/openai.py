@@ -1,15 +1,17 @@
-"""A team as an OpenAI model: ``GET /v1/models`` (the served teams) and
-``POST /v1/chat/completions`` (``model`` = a team's name), streamed or not, for the ``openai``
-SDKs and every tool that takes an OpenAI base URL.
+"""A team as an OpenAI model: ``GET /v1/models`` (the served teams), ``GET /v1/models/{team}``
+and ``POST /v1/chat/completions`` (``model`` = a team's name), streamed or not, for the
+``openai`` SDKs and every tool that takes an OpenAI base URL.
 
 The client sends the whole conversation each time; the server keeps it as a session: a request
 whose earlier messages are a conversation this server answered continues that session (its
-thread: the team remembers, and an answer to a question the run asked resumes the run — the last
-user message is a chat :class:`~teamgraph.server.turns.Start`); otherwise the last user message
-starts a new session. The team's final answer is the assistant message; its progress (plan,
-steps, tools) is left out, or sent as ``reasoning_content`` deltas with ``"progress":
-"reasoning"`` in the request body. Every error under ``/v1/`` has OpenAI's shape,
-``{"error": {"message", "type", "param", "code"}}`` (:data:`ERROR_SHAPE`).
+thread: the team remembers, and an answer to a question the run asked resumes the run — the
+last user message is a chat :class:`~teamgraph.server.turns.Start`); otherwise the last user
+message starts a new session; while the session's run waits for decisions on tool calls, a last
+user message ``approve`` or ``reject`` decides them (:func:`~.reply.chat_intent`). The team's
+final answer is the assistant message; its progress (plan, steps, tools) is left out, or sent
+as ``reasoning_content`` deltas with ``"progress": "reasoning"`` in the request body. Every
+error under ``/v1/`` has OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``
+(:data:`ERROR_SHAPE`).
 """
 
 from __future__ import annotations
