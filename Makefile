@@ -6,7 +6,7 @@ LOWEST := .venv-lowest
 LOWEST_PINS := .ci/langgraph-lowest.txt
 REQUEST ?= Compare PostgreSQL and MongoDB on performance, security and cost
 
-.PHONY: setup lowest lowest-pins sandbox-tools browser-tools services demo test bench eval clean
+.PHONY: setup lowest lowest-pins sandbox-tools browser-tools js-clients services demo test bench eval clean
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -25,6 +25,15 @@ browser-tools:
 	  $(SUDO) apt-get install -y -q chromium >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q chromium >/dev/null; } || \
 	  echo "warning: could not install chromium; browser tests skip (and fail in CI)"; }
+
+# The official JavaScript clients (MCP, A2A, OpenAI) that tests/api/test_js_clients.py runs
+# against the server, pinned by tests/api/js/package-lock.json; without npm those tests skip.
+js-clients:
+	@if command -v npm >/dev/null 2>&1; then \
+	  [ tests/api/js/node_modules/.package-lock.json -nt tests/api/js/package-lock.json ] || \
+	  npm ci --prefix tests/api/js --silent --no-audit --no-fund || \
+	  echo "warning: could not install the JS clients; their tests skip"; \
+	else echo "note: no npm: the JS client tests skip"; fi
 
 $(UV):
 	python3 -m venv .tools
@@ -71,7 +80,7 @@ services:
 # pyproject.toml allows: all but the browser (tests/ui) and HTTP API (tests/api) tests, which
 # exercise the server rather than LangGraph. That second run adds about 11 minutes (770 tests,
 # 10 min 41 s measured on the 2-core machine with other suites running beside it).
-test: setup lowest browser-tools services
+test: setup lowest browser-tools js-clients services
 	$(VENV)/bin/ruff check src tests benchmarks evals
 	$(VENV)/bin/ruff format --check src tests benchmarks evals
 	$(VENV)/bin/mypy

@@ -18,7 +18,9 @@ temporary folder, JSON logs and the access log off, rate limits lifted), and the
 * ``first token``: a one-agent team's first answer token for a new conversation, natively
   (session, run, event stream), through ``POST /v1/chat/completions`` (``stream``), through
   ``POST /agui/{team}`` and through the Agent Protocol (``POST /langgraph/threads``, then
-  ``…/runs/stream``), and the differences of the medians (the adapters' cost);
+  ``…/runs/stream``), through MCP (``tools/call`` on an open ``/mcp`` session: the tool's result,
+  as MCP streams no answer tokens) and through A2A (``message/stream`` to ``/a2a/{team}``: the
+  first ``artifact-update``), and the differences of the medians (the adapters' cost);
 * ``inprocess runs_per_s``: the same runs, same concurrency, through ``Runner.run`` on a backend
   of its own — the baseline; ``ratio`` is server / in-process.
 
@@ -489,6 +491,9 @@ async def benchmark(args: argparse.Namespace) -> int:
             async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=timeout) as h:
                 api = await Api.login(h)
                 await api.check_runs_api()
+                if args.protocols_only:
+                    await protocol_ttft(api, args.rounds * 10)
+                    return 0
                 server_rps = await server_throughput(api, args.runs, args.concurrency)
                 print(f"server runs_per_s {server_rps:.1f}", flush=True)
                 ttfe = await time_to_first_event(api, server.url, args.clients, args.rounds)
@@ -575,16 +580,21 @@ async def protocol_ttft(api: Api, rounds: int) -> None:
     (``stream``: the first chunk with content) and through ``POST /agui/{team}`` (the first
     ``TEXT_MESSAGE_CONTENT``) — both make the session themselves — alternating; an adapter's
     cost is the difference of the medians."""
-    times: dict[str, list[float]] = {"native": [], "openai": [], "agui": [], "langgraph": []}
+    names = ("native", "openai", "agui", "langgraph", "mcp", "a2a")
+    times: dict[str, list[float]] = {name: [] for name in names}
+    mcp = await McpSession.open(api)
     for _ in range(rounds):
         times["native"].append(await _native_first_token(api))
         times["openai"].append(await _openai_first_token(api))
         times["agui"].append(await _agui_first_token(api))
         times["langgraph"].append(await _langgraph_first_token(api))
+        times["mcp"].append(await mcp.first_token())
+        times["a2a"].append(await _a2a_first_token(api))
+    await mcp.close()
     p50 = {name: statistics.median(values) * 1000 for name, values in times.items()}
     for name, value in p50.items():
         print(f"first token {name:<9} p50 {value:6.2f} ms", flush=True)
-    for name in ("openai", "agui", "langgraph"):
+    for name in names[1:]:
         print(f"first token {name} - native p50 {p50[name] - p50['native']:+.2f} ms", flush=True)
 
 
@@ -661,6 +671,76 @@ async def _langgraph_first_token(api: Api) -> float:
     return first
 
 
+@dataclass
+class McpSession:
+    """An MCP session on ``/mcp`` (streamable HTTP, by hand: initialize, then calls)."""
+
+    api: Api
+    headers: dict[str, str]
+
+    @classmethod
+    async def open(cls, api: Api) -> McpSession:
+        headers = {**api.headers, "Accept": "application/json, text/event-stream"}
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"},
+            },
+        }
+        opened = await api.http.post("/mcp", json=hello, headers=headers)
+        _expect(opened, 200)
+        headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+        headers["mcp-protocol-version"] = "2025-06-18"
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        _expect(await api.http.post("/mcp", json=ready, headers=headers), 202)
+        return cls(api, headers)
+
+    async def first_token(self) -> float:
+        """Time to the tool's result (the answer: MCP sends no answer tokens before it)."""
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "bench_chat",
+                "arguments": {"request": REQUEST},
+                "_meta": {"progressToken": 1},
+            },
+        }
+        started, first = time.perf_counter(), 0.0
+        async with self.api.http.stream("POST", "/mcp", json=call, headers=self.headers) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("data:") and '"result"' in line:
+                    first = time.perf_counter() - started
+                    break
+        return first
+
+    async def close(self) -> None:
+        await self.api.http.delete("/mcp", headers=self.headers)
+
+
+async def _a2a_first_token(api: Api) -> float:
+    message = {
+        "kind": "message",
+        "messageId": uuid.uuid4().hex,
+        "role": "user",
+        "parts": [{"kind": "text", "text": REQUEST}],
+    }
+    call = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": message}}
+    started, first = time.perf_counter(), 0.0
+    async with api.http.stream("POST", "/a2a/bench_chat", json=call, headers=api.headers) as r:
+        async for line in r.aiter_lines():
+            if '"artifact-update"' in line:
+                first = first or time.perf_counter() - started
+            if '"final": true' in line or '"final":true' in line:
+                break
+    return first
+
+
 def report_ttfe(ttfe: Ttfe, clients: int) -> None:
     if ttfe.total:
         p50, p99 = percentile(ttfe.total, 50), percentile(ttfe.total, 99)
@@ -689,6 +769,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run: few runs, one round")
     parser.add_argument("--database-url", help="server database (default: SQLite in a temp dir)")
     parser.add_argument("--inprocess-database-url", help="baseline database (default: SQLite)")
+    parser.add_argument(
+        "--protocols-only", action="store_true", help="only first token per protocol"
+    )
     parser.add_argument("--verbose", action="store_true", help="show the server log on errors")
     args = parser.parse_args(argv)
     if args.quick:

@@ -206,3 +206,134 @@ def test_the_docs_client_example_runs(
     exec(compile(code, "docs/openai.md", "exec"), {"__name__": "__main__"})
     printed = capsys.readouterr().out
     assert "'research'" in printed and "append-only file" in printed and "tokens" in printed
+
+
+def test_a_model_is_retrieved_by_its_name(client: openai.OpenAI) -> None:
+    found = client.models.retrieve("research")
+    assert (found.id, found.object, found.owned_by) == ("research", "model", "teamgraph")
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.models.retrieve("nope")
+    assert missing.value.code == "model_not_found" and missing.value.param == "model"
+    assert "GET /v1/models" in missing.value.message
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"), [("approve", "saved note"), ("Reject: no", "rejected")]
+)
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_tool_approval_is_decided_by_replying_to_the_notice(
+    client: openai.OpenAI, reply: str, outcome: str, stream: bool
+) -> None:
+    asked = [{"role": "user", "content": "Save a note: Redis keeps data in memory"}]
+    first = client.chat.completions.create(model="notebook", messages=asked)  # type: ignore[arg-type]
+    notice = first.choices[0].message.content or ""
+    about = (first.model_extra or {})["teamgraph"]
+    assert notice.startswith("Waiting for your approval: save_note(")
+    assert about["status"] == "interrupted" and 'Reply "approve" or "reject"' in notice
+    history = [*asked, {"role": "assistant", "content": notice}]
+    chatter = client.chat.completions.create(
+        model="notebook",
+        messages=[*history, {"role": "user", "content": "hi"}],  # type: ignore[list-item]
+    )
+    assert (chatter.choices[0].message.content or "").startswith("Waiting for your approval")
+    history = [*history, {"role": "user", "content": "hi"}]
+    history.append({"role": "assistant", "content": chatter.choices[0].message.content or ""})
+    history.append({"role": "user", "content": reply})
+    if stream:
+        chunks = list(
+            client.chat.completions.create(model="notebook", messages=history, stream=True)
+        )  # type: ignore[call-overload]
+        answer = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        then = next(
+            (c.model_extra or {})["teamgraph"]
+            for c in chunks
+            if "teamgraph" in (c.model_extra or {})
+        )
+    else:
+        decided = client.chat.completions.create(model="notebook", messages=history)  # type: ignore[arg-type]
+        answer = decided.choices[0].message.content or ""
+        then = (decided.model_extra or {})["teamgraph"]
+    assert (then["run_id"], then["session_id"]) == (about["run_id"], about["session_id"])
+    assert then["status"] == "completed" and outcome in answer
+
+
+def test_errors_answered_before_the_app_have_openais_shape(api_settings: Settings) -> None:
+    settings = api_settings.model_copy(
+        update={"max_body_bytes": 2048, "rate_limits": {"chat": "2/minute"}}
+    )
+    with serving(create_app(settings)) as base:
+        key = new_key(base, login(base, "limits@example.com"))["key"]
+        sdk = openai.OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0, timeout=60)
+        with pytest.raises(openai.APIStatusError) as large:
+            sdk.chat.completions.create(
+                model="research", messages=[{"role": "user", "content": "x" * 4096}]
+            )
+        assert large.value.status_code == 413 and large.value.code == "request_too_large"
+        assert "2048 bytes" in large.value.message
+        sdk.chat.completions.create(model="research", messages=[{"role": "user", "content": "hi"}])
+        with pytest.raises(openai.RateLimitError) as limited:
+            sdk.chat.completions.create(
+                model="research", messages=[{"role": "user", "content": "hi"}]
+            )
+        assert (
+            limited.value.code == "rate_limit_exceeded" and limited.value.type == "rate_limit_error"
+        )
+        assert int(limited.value.response.headers["Retry-After"]) >= 1
+        wrong = httpx.delete(f"{base}/v1/models", headers={"Authorization": f"Bearer {key}"})
+        assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
+
+
+async def test_a_plain_error_under_the_prefix_is_reshaped_with_its_headers() -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from teamgraph.server.errors import ShapedErrors
+    from teamgraph.server.protocols.openai import ERROR_SHAPE
+
+    async def outage(request: Any) -> JSONResponse:
+        return JSONResponse({"detail": "database down"}, 503, headers={"Retry-After": "5"})
+
+    routes = [Route("/v1/x", outage), Route("/api/x", outage)]
+    app = ShapedErrors(Starlette(routes=routes), shapes=[ERROR_SHAPE])
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as http:
+        shaped, plain = await http.get("/v1/x"), await http.get("/api/x")
+    assert shaped.status_code == 503 and shaped.headers["Retry-After"] == "5"
+    assert shaped.json() == {
+        "error": {
+            "message": "database down",
+            "type": "server_error",
+            "param": None,
+            "code": "service_unavailable",
+        }
+    }
+    assert plain.json() == {"detail": "database down"}
+
+
+async def test_a_conflict_under_the_prefix_has_openais_shape() -> None:
+    from fastapi import FastAPI
+
+    from teamgraph.errors import RunConflict
+    from teamgraph.server.errors import install_error_handlers
+    from teamgraph.server.protocols.openai import ERROR_SHAPE
+
+    app = FastAPI()
+    install_error_handlers(app, [ERROR_SHAPE])
+
+    @app.post("/v1/busy")
+    async def busy() -> None:
+        raise RunConflict("the conversation's run is still running")
+
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as http:
+        answered = await http.post("/v1/busy")
+    assert answered.status_code == 409
+    assert answered.json()["error"] == {
+        "message": "the conversation's run is still running",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "conflict",
+    }

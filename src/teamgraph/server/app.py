@@ -20,7 +20,7 @@ from teamgraph.config import Settings
 from teamgraph.runtime.backend import open_backend
 from teamgraph.server import compat, ops, protocols
 from teamgraph.server.deps import OAUTH2, get_claims
-from teamgraph.server.errors import install_error_handlers
+from teamgraph.server.errors import ShapedErrors, install_error_handlers
 from teamgraph.server.routes import auth, sessions, teams, web
 from teamgraph.server.run_manager import RunManager
 from teamgraph.server.state import AppState, load_teams
@@ -55,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(runs_api)
     install_error_handlers(app, protocols.ERROR_SHAPES)
     ops.install(app, settings)  # ops: rate limits, body limit, CORS, request ids, /health, /metrics
+    app.add_middleware(ShapedErrors, shapes=protocols.ERROR_SHAPES)  # their 413, 429 too
     routers = (auth.router, teams.router, sessions.router, *other_protocols, *compat.ROUTERS)
     for router in routers:
         app.include_router(router)

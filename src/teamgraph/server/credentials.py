@@ -234,6 +234,16 @@ class Authenticator:
         user_id = await self._key_user(digest(token))
         return TokenClaims(user_id, None, NEVER) if user_id is not None else None
 
+    async def caller(self, scope: Scope) -> str | None:
+        """The user a request's bearer token or API key authenticates, for the endpoints that
+        take no log-in cookie (MCP, A2A: a page of another site must not call them as its
+        visitor); ``None`` otherwise."""
+        found = presented(scope)
+        if found is None or found.source == "cookie":
+            return None
+        claims = await self.claims(found.token)
+        return claims.user_id if claims is not None else None
+
     def forget(self, key_hash: str) -> None:
         """A revoked key: no longer remembered here."""
         self._keys.pop(key_hash, None)

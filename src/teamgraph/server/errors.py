@@ -6,10 +6,12 @@ leaks.
 A dialect whose clients expect errors in a shape of their own registers an :class:`ErrorShape`
 for its path prefix (the OpenAI-compatible routes do: ``{"error": {...}}`` under ``/v1/``);
 every error under that prefix — routing's 404 and 405, validation, the routes' own — is then
-written in that shape."""
+written in that shape, and :class:`ShapedErrors` reshapes the errors answered before the app
+(the body limit's 413, the rate limits' 429, a 503) the same way."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from teamgraph.errors import DatabaseUnavailable, RunConflict, RunNotFound, UsageError
 from teamgraph.storage.outages import RETRY_AFTER_S, is_outage
@@ -123,3 +126,61 @@ class _Handlers:
         response = self.plain(request, status.HTTP_503_SERVICE_UNAVAILABLE, detail)
         response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return response
+
+class ShapedErrors:
+    """Middleware (outside the others) that writes, under a shape's prefix, every error
+    response still in the plain ``{"detail": …}`` form in that shape, keeping its status and
+    headers (``Retry-After``, ``WWW-Authenticate``, CORS). Only those errors' bodies are
+    buffered; everything else passes through."""
+
+    def __init__(self, app: ASGIApp, shapes: Sequence[ErrorShape]) -> None:
+        self.app = app
+        self.shapes = shapes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        shape = None
+        if scope["type"] == "http":
+            shape = next((s for s in self.shapes if scope["path"].startswith(s.prefix)), None)
+        if shape is None:
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        body = b""
+
+        async def reshaping_send(message: Message) -> None:
+            nonlocal held, body
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                held = message
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                await _reshaped(shape, held, body, scope, receive, send)
+
+        await self.app(scope, receive, reshaping_send)
+
+
+async def _reshaped(
+    shape: ErrorShape, start: Message, body: bytes, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """The held error response, in ``shape`` unless it is in it already (or not JSON)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or "detail" not in data:
+        await send(start)
+        await send({"type": "http.response.body", "body": body})
+        return
+    detail = data["detail"]
+    response = shape.respond(
+        start["status"], detail if isinstance(detail, str) else json.dumps(detail), None, None
+    )
+    kept = [(k, v) for k, v in start["headers"] if k not in (b"content-length", b"content-type")]
+    response.raw_headers[:] = [
+        *kept,
+        *((k, v) for k, v in response.raw_headers if k in (b"content-length", b"content-type")),
+    ]
+    await response(scope, receive, send)

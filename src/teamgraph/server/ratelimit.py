@@ -62,7 +62,7 @@ def route_group(method: str, path: str) -> str | None:
         return "login"  # password guesses, whichever door they knock on
     if (
         path.startswith(("/api/v1/chatbot/", "/api/chat/"))
-        or path == "/api/chat"
+        or path in ("/api/chat", "/v1/chat/completions")
         or _SESSION_RUNS.match(path)
     ):
         return "chat"

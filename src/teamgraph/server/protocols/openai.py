@@ -1,15 +1,17 @@
-"""A team as an OpenAI model: ``GET /v1/models`` (the served teams) and
-``POST /v1/chat/completions`` (``model`` = a team's name), streamed or not, for the ``openai``
-SDKs and every tool that takes an OpenAI base URL.
+"""A team as an OpenAI model: ``GET /v1/models`` (the served teams), ``GET /v1/models/{team}``
+and ``POST /v1/chat/completions`` (``model`` = a team's name), streamed or not, for the
+``openai`` SDKs and every tool that takes an OpenAI base URL.
 
 The client sends the whole conversation each time; the server keeps it as a session: a request
 whose earlier messages are a conversation this server answered continues that session (its
-thread: the team remembers, and an answer to a question the run asked resumes the run — the last
-user message is a chat :class:`~teamgraph.server.turns.Start`); otherwise the last user message
-starts a new session. The team's final answer is the assistant message; its progress (plan,
-steps, tools) is left out, or sent as ``reasoning_content`` deltas with ``"progress":
-"reasoning"`` in the request body. Every error under ``/v1/`` has OpenAI's shape,
-``{"error": {"message", "type", "param", "code"}}`` (:data:`ERROR_SHAPE`).
+thread: the team remembers, and an answer to a question the run asked resumes the run — the
+last user message is a chat :class:`~teamgraph.server.turns.Start`); otherwise the last user
+message starts a new session; while the session's run waits for decisions on tool calls, a last
+user message ``approve`` or ``reject`` decides them (:func:`~.reply.chat_intent`). The team's
+final answer is the assistant message; its progress (plan, steps, tools) is left out, or sent
+as ``reasoning_content`` deltas with ``"progress": "reasoning"`` in the request body. Every
+error under ``/v1/`` has OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``
+(:data:`ERROR_SHAPE`).
 """
 
 from __future__ import annotations
@@ -31,11 +33,11 @@ from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
 from teamgraph.server.errors import ErrorShape
 from teamgraph.server.protocols.adapter import EventStream
-from teamgraph.server.protocols.reply import ChatReply
+from teamgraph.server.protocols.reply import ChatReply, chat_intent
 from teamgraph.server.schemas import no_nul
 from teamgraph.server.sse import frame
 from teamgraph.server.state import AppState
-from teamgraph.server.turns import Opened, Start, follow, open_turn, remember_pause
+from teamgraph.server.turns import Opened, follow, open_turn, remember_pause
 from teamgraph.status import PAUSED
 from teamgraph.storage.models import SessionRow
 
@@ -44,8 +46,12 @@ _ERROR_TYPES = {
     401: ("invalid_request_error", "invalid_api_key"),
     403: ("permission_error", None),
     404: ("invalid_request_error", "not_found"),
+    405: ("invalid_request_error", "method_not_allowed"),
     409: ("invalid_request_error", "conflict"),
+    413: ("invalid_request_error", "request_too_large"),
+    422: ("invalid_request_error", "invalid_value"),
     429: ("rate_limit_error", "rate_limit_exceeded"),
+    503: ("server_error", "service_unavailable"),
 }
 
 
@@ -132,6 +138,19 @@ async def models(user: CurrentUser, state: State) -> dict[str, Any]:
     return {"object": "list", "data": data}
 
 
+@router.get("/models/{model_id}")
+async def model(model_id: str, user: CurrentUser, state: State) -> dict[str, Any]:
+    """One served team, as a model (``models.retrieve``)."""
+    if model_id not in state.teams:
+        raise OpenAIError(
+            status.HTTP_404_NOT_FOUND,
+            f"The model {model_id!r} does not exist: GET /v1/models lists the teams served.",
+            code="model_not_found",
+            param="model",
+        )
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": "teamgraph"}
+
+
 @router.post("/chat/completions", response_model=None)
 async def completions(
     body: CompletionRequest, user: CurrentUser, state: State, db: Db
@@ -148,11 +167,14 @@ async def completions(
         raise OpenAIError(400, "The last message must be the user's, with text.", param="messages")
     session = await _conversation(db, user.id, body.model, history)
     await db.close()  # give the request's connection back: a whole run needs the pool
-    opened = await open_turn(state, Start(last.text, chat=True), session, body.model)
+    opened = await open_turn(
+        state, await chat_intent(state, session, last.text), session, body.model
+    )
     if body.stream:
         return CompletionChunks(state, opened, session, body).response()
     turn = await follow(state, opened)
-    answer = _with_pause_note(turn.answer, turn.run_id, turn.result, turn.paused)
+    approvals = bool(turn.approvals or opened.waiting)
+    answer = _with_pause_note(turn.answer, turn.run_id, turn.result, turn.paused, approvals)
     await _remember(state, session, body.messages, answer, turn.run_id, turn.paused)
     return {
         "id": f"chatcmpl-{turn.run_id}",
@@ -213,7 +235,8 @@ class CompletionChunks(EventStream[Chunk]):
             yield self._delta({"content": rest})
         result = await self.result()
         paused = bool(self.said and (self.turn.notice or self.reply.pause))
-        full = _with_pause_note(self.said, self.turn.run_id, result, paused)
+        approvals = bool(self.reply.approvals or self.turn.waiting)
+        full = _with_pause_note(self.said, self.turn.run_id, result, paused, approvals)
         if full != self.said:
             yield self._delta({"content": full[len(self.said) :]})
         await _remember(
@@ -253,15 +276,21 @@ def _about(run_id: str, session: SessionRow, result: RunResult) -> dict[str, Any
     }
 
 
-def _with_pause_note(answer: str, run_id: str, result: RunResult, paused: bool) -> str:
-    """A paused run's message says so, and how to go on."""
+def _with_pause_note(
+    answer: str, run_id: str, result: RunResult, paused: bool, approvals: bool = False
+) -> str:
+    """A paused run's message says so, and how to go on (``approvals``: it waits for
+    decisions on tool calls)."""
     if not paused and result.status not in PAUSED:
         return answer
-    return (
-        f"{answer}\n\n(teamgraph: run {run_id} is paused. Reply in this conversation to answer "
-        f"its question; a tool call waiting for approval is decided with POST "
-        f"/api/v1/runs/{run_id}/resume.)"
-    )
+    if approvals:
+        how = (
+            'Reply "approve" or "reject" (a reason may follow a colon: "reject: not now") to '
+            "decide the waiting tool calls"
+        )
+    else:
+        how = "Reply in this conversation to answer its question"
+    return f"{answer}\n\n(teamgraph: run {run_id} is paused. {how}.)"
 
 
 def conversation_key(messages: Sequence[tuple[str, str]]) -> str:

@@ -1,8 +1,10 @@
 """A run as one chat reply, for dialects whose clients show a single streamed message (the chat
 completions of OpenAI, AG-UI's text message, the Agent Protocol's ``messages`` mode, the
-compatibility chats): short progress lines as the run goes (plan, steps, handoffs, tools), then
-the answer — its tokens as the model writes them where one agent writes it, else the whole
-answer when it is ready — or the question or the approval the run waits for."""
+compatibility chats, MCP's tool results): short progress lines as the run goes (plan, steps,
+handoffs, tools), then the answer — its tokens as the model writes them where one agent writes
+it, else the whole answer when it is ready — or the question or the approval the run waits for;
+and a chat message as what the session's run waits for (:func:`chat_intent`): a reply to an
+approval notice as the decision it states (:func:`decision_in`)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from teamgraph.events import Event
-from teamgraph.server.turns import waiting_notice
+from teamgraph.server.state import AppState
+from teamgraph.server.turns import Intent, Resume, Start, waiting_in, waiting_notice
+from teamgraph.storage.models import SessionRow
 
 ANSWER_CHUNK = 200
 Kind = Literal["progress", "answer"]
 WRITERS = {"synthesizer"}  # roles whose tokens are the answer itself
+DECISIONS = {"approve": "approve", "approved": "approve", "yes": "approve", "reject": "reject"}
+DECISIONS |= {"rejected": "reject", "no": "reject"}
 
 
 def progress_line(event: Event) -> str | None:
@@ -34,6 +40,28 @@ def progress_line(event: Event) -> str | None:
     if event.type == "tool_called":
         return f"> {event.agent} calls {event.tool}\n"
     return None
+
+
+def decision_in(text: str) -> dict[str, str] | None:
+    """The decision a chat message states — ``approve`` (``yes``) or ``reject`` (``no``), a
+    reason after a colon (``reject: not now``) — else ``None``."""
+    word, _, comment = text.strip().partition(":")
+    action = DECISIONS.get(word.strip().lower().rstrip(".!"))
+    if action is None:
+        return None
+    return {"action": action, "comment": comment.strip()}
+
+
+async def chat_intent(state: AppState, session: SessionRow, text: str) -> Intent:
+    """The message as a chat :class:`Start` — or, when the session's run waits for decisions
+    on tool calls and the message states one (:func:`decision_in`), the :class:`Resume` that
+    decides them all."""
+    decision = decision_in(text)
+    if decision is not None:
+        waiting = await waiting_in(state, session.id)
+        if waiting is not None and waiting.approvals and not waiting.asks:
+            return Resume(waiting.run.id, default=decision)
+    return Start(text, chat=True)
 
 
 @dataclass
