@@ -176,6 +176,12 @@ def install_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> No
             allow_credentials=True,
             allow_methods=["*"],
             allow_headers=["*"],
-            expose_headers=["X-Request-ID", "Retry-After", "Content-Type", "Content-Location"],
+            expose_headers=[  # what browser clients read: run ids, waits, MCP's session
+                "X-Request-ID",
+                "Retry-After",
+                "Content-Type",
+                "Content-Location",
+                "Mcp-Session-Id",
+            ],
         )
     app.add_middleware(RequestContextMiddleware, metrics=metrics, fastapi_app=app)
