@@ -178,7 +178,7 @@ def history_head(client: SyncLangGraphClient, thread: str) -> dict[str, Any]:
     return head
 
 
-def test_a_question_is_a_string_interrupt_in_the_history_and_its_messages(base: str) -> None:
+def test_a_question_is_an_interrupt_in_the_history_and_its_messages(base: str) -> None:
     client = sdk(base, "q@example.com")
     thread = client.threads.create()["thread_id"]
     ask = {"messages": [{"role": "user", "content": "help"}]}
@@ -186,11 +186,10 @@ def test_a_question_is_a_string_interrupt_in_the_history_and_its_messages(base: 
     head = history_head(client, thread)
     assert head["next"] == ["notebook"]
     [interrupt] = head["tasks"][-1]["interrupts"]
-    assert isinstance(interrupt["value"], str) and "Could you say more" in interrupt["value"]
+    question = interrupt["value"]["question"]
+    assert isinstance(question, str) and "Could you say more" in question
     asked = head["values"]["messages"]
-    assert [m["type"] for m in asked] == ["human", "ai"] and asked[1]["content"] == interrupt[
-        "value"
-    ]
+    assert [m["type"] for m in asked] == ["human", "ai"] and asked[1]["content"] == question
 
     client.runs.wait(thread, "notebook", command={"resume": "How Redis persists data"})
     head = history_head(client, thread)

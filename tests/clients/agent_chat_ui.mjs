@@ -78,7 +78,7 @@ const box = page.locator("div.rounded-lg", { has: page.getByText("Human Interrup
 check(
   "question readable in the interrupt card",
   (await box.getByText(/Could you say more/).count()) > 0,
-  "agent-chat-ui tables a string interrupt value character by character",
+  "agent-chat-ui tables the interrupt value: the question must be a field of it, not a bare string",
 );
 await shot("2-question");
 await send("How Redis persists data");

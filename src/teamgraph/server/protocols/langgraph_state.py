@@ -111,12 +111,15 @@ def _event_messages(events: Iterable[Event]) -> list[dict[str, Any]]:
 # --- interrupts ------------------------------------------------------------------------------
 def interrupts(pending: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """What a paused run waits for (``Runner.pending``'s items) as LangGraph interrupts: a
-    question each, and each pause's tool calls as one human-in-the-loop request."""
+    question each (``{"question": …}``: agent-chat-ui draws an object as a table of its fields,
+    a bare string as one row per character), and each pause's tool calls as one
+    human-in-the-loop request."""
     out: list[dict[str, Any]] = []
     approvals: dict[str, list[Mapping[str, Any]]] = {}
     for item in pending:
         if item["type"] == "clarification":
-            out.append({"value": item["question"], "id": f"{item['interrupt_id']}:{QUESTION}"})
+            value = {"question": item["question"]}
+            out.append({"value": value, "id": f"{item['interrupt_id']}:{QUESTION}"})
         else:
             approvals.setdefault(item["interrupt_id"], []).append(item)
     out += [{"value": hitl_request(calls), "id": iid} for iid, calls in approvals.items()]
