@@ -61,10 +61,10 @@ from tests.faultproxy import ProxyThread  # noqa: E402
 
 QUICK = """\
 name: slow
-description: A workflow whose model takes 0.1 s a call.
+description: A workflow whose model takes a moment a call.
 pattern: workflow
 model: offline
-model_kwargs: {latency: 0.1}
+model_kwargs: {{latency: {latency}}}
 members: [researcher, writer]
 """
 TERMINAL = ("run_completed", "run_failed", "run_cancelled")
@@ -354,13 +354,14 @@ def main() -> None:
     parser.add_argument("--baseline-s", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--kinds", default="reset,stall,kill", help="faults drawn from these")
+    parser.add_argument("--latency", type=float, default=0.1, help="the model's seconds a call")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     direct = make_database()
     proxy = ProxyThread(("127.0.0.1", 5432))
     folder = Path(tempfile.mkdtemp(prefix="tg-faults-"))
     (folder / "teams").mkdir()
-    (folder / "teams" / "slow.yaml").write_text(QUICK)
+    (folder / "teams" / "slow.yaml").write_text(QUICK.format(latency=args.latency))
     cluster = Cluster(proxy.url(direct.rsplit("/", 1)[1]), folder / "teams", folder)
     cluster.extra = {  # the clients are not what is measured: no rate limit, no span lines
         "TEAMGRAPH_RATE_LIMITS": '{"chat": "100000/minute", "stream": "100000/minute", '
@@ -381,6 +382,8 @@ def main() -> None:
         bench.kinds = args.kinds.split(",")
         base = asyncio.run(_phase(bench, args.clients, args.baseline_s, 0, 0, rng))
         _report(f"baseline ({args.baseline_s:.0f} s, no fault)", base)
+        if not args.faults:
+            return
         faulted = asyncio.run(_phase(bench, args.clients, 0, args.faults, args.restarts, rng))
         _report(f"{args.faults} faults", faulted)
         alive = all(p.poll() is None for p in [*apis, *cluster.workers.values()])
