@@ -170,13 +170,12 @@ def window(runs: int = 5) -> list[float]:
     in-process, the workflow team): the only span in which a crash loses a paid reply."""
     import asyncio
 
-    from teamgraph import Team
+    from teamgraph import Team, durable
     from teamgraph.config import Settings
-    from teamgraph.llm import call
 
     arrived: dict[int, float] = {}
     spans: list[float] = []
-    real_point = call.point
+    real_point = durable.point
 
     class Timed(faultkit.LoggedOffline):
         def _log(self, messages: list[Any]) -> None:
@@ -187,7 +186,7 @@ def window(runs: int = 5) -> list[float]:
             spans.append(1000 * (time.perf_counter() - arrived[id(asyncio.current_task())]))
         real_point(name)
 
-    call.point = timed_point  # type: ignore[assignment]
+    durable.point = timed_point  # type: ignore[assignment]
     try:
         with tempfile.TemporaryDirectory() as tmp:
             settings = Settings(database_url=f"sqlite:///{tmp}/w.db")
@@ -195,7 +194,7 @@ def window(runs: int = 5) -> list[float]:
             for _ in range(runs):
                 asyncio.run(team.run(faultkit.REQUEST))
     finally:
-        call.point = real_point
+        durable.point = real_point
     return sorted(spans)
 
 
