@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from teamgraph.plan import Plan, PlanDecision, Step, plan_errors
 from teamgraph.planning.request_structure import Comparison, parse_comparison, split_sequence
 from teamgraph.planning.routing import WorkerInfo, route, routing
-from teamgraph.planning.templates import Template, instantiate, ranked
+from teamgraph.planning.templates import Template, instantiate, ranked, shaped
 from teamgraph.prompts import split_worker_prompt
 from teamgraph.text import has_cjk
 
@@ -29,7 +29,8 @@ def plan_by_rules(
 ) -> PlanDecision:
     """The rules tier of the planner, in order: a sequence or comparison rule; a template whose
     match rules score 3 or more (a regex and a keyword) and whose workers the team has; one
-    step routed to a clearly best worker; a template matched more weakly; else one step on
+    step routed to a clearly best worker; a template matched more weakly (by one of its regexes
+    at least: keywords alone do not make a plan); else one step on
     ``default`` (tier ``fallback``)."""
     notes: list[str] = []
     plan = decompose(request, workers, default, max_steps=max_steps)
@@ -42,8 +43,9 @@ def plan_by_rules(
         return PlanDecision(instantiate(strong[0], request), "template", tuple(notes))
     if plan.confidence >= ROUTED_CONFIDENCE:
         return PlanDecision(plan, "rules", tuple(notes))
-    if fitting:
-        return PlanDecision(instantiate(fitting[0][1], request), "template", tuple(notes))
+    weak = [t for _, t in fitting if shaped(t, request)]
+    if weak:
+        return PlanDecision(instantiate(weak[0], request), "template", tuple(notes))
     notes.append("no decomposition rule, template or worker description matched the request")
     worker = default if default in names else names[0]
     return PlanDecision(_fallback(request, worker), "fallback", tuple(notes))
