@@ -2,7 +2,7 @@
 
     .venv/bin/python evals/planning.py            # accuracy per measure, per language, confusions
     .venv/bin/python evals/planning.py --errors   # and every request planned wrongly
-    .venv/bin/python evals/planning.py --check    # exit 1 when a target is missed
+    .venv/bin/python evals/planning.py --check    # exit 1 when a development target is missed
     .venv/bin/python evals/planning.py --set heldout --errors   # one set only
 
 Two sets of requests, kept apart: ``evals/planning.yaml`` (development: the rules are tuned on
@@ -39,6 +39,7 @@ import yaml
 
 from teamgraph.llm._moderation import is_vague
 from teamgraph.plan import Plan, PlanDecision
+from teamgraph.planning.meaning import EXAMPLES_FILE
 from teamgraph.planning.routing import WorkerInfo
 from teamgraph.planning.rules import plan_by_rules
 from teamgraph.planning.templates import available
@@ -239,12 +240,37 @@ def show(name: str, report: Report, errors: bool) -> None:
             print("  " + line)
 
 
+def write_examples(path: Path) -> int:
+    """The routing examples the planner ships: the development set's single-worker requests,
+    each with its worker's description (never a held-out request)."""
+    teams, cases = load(SETS["dev"])
+    described = {(team, w.name): w.description for team, ws in teams.items() for w in ws}
+    examples = [
+        {"request": c.request, "worker": described[(c.team, c.worker)]}
+        for c in cases
+        if c.kind == "single" and c.worker
+    ]
+    header = (
+        "# Written by `python evals/planning.py --write-examples` from evals/planning.yaml (the\n"
+        "# development set's single-worker requests): do not edit, do not add held-out items.\n"
+    )
+    body = yaml.safe_dump({"examples": examples}, allow_unicode=True, width=200, sort_keys=False)
+    path.write_text(header + body, encoding="utf-8")
+    print(f"{path}: {len(examples)} examples")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--errors", action="store_true", help="list every wrong plan")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--set", choices=[*SETS, "both"], default="both", help="which set")
+    parser.add_argument(
+        "--write-examples", action="store_true", help="write the planner's routing examples"
+    )
     args = parser.parse_args()
+    if args.write_examples:
+        return write_examples(EXAMPLES_FILE)
     missed_any = False
     for name, path in SETS.items():
         if args.set not in (name, "both"):
@@ -254,7 +280,9 @@ def main() -> int:
         missed = report.missed()
         if missed:
             print(f"\nmissed targets ({name}): {', '.join(missed)}")
-        missed_any = missed_any or bool(missed)
+        # only the development set is held to the targets: a test on the held-out set would
+        # have it tuned on
+        missed_any = missed_any or (bool(missed) and name == "dev")
         print()
     return 1 if args.check and missed_any else 0
 

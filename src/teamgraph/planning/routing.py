@@ -1,4 +1,5 @@
-"""Route a task to the worker whose name and description best overlap it (no LLM involved).
+"""Route a task to the worker whose name and description best overlap it (no LLM involved),
+helped by the example requests nearest in meaning (:mod:`teamgraph.planning.meaning`).
 
 A request word counts for a worker when the worker's name or description holds it (1, or 2 when
 its name holds it as written), or a synonym of it (under 0.5); a word matching several workers
@@ -17,6 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from teamgraph.planning.meaning import MEANING_WEIGHT, meaning_scores
 from teamgraph.text import has_cjk, simplified, stem, tokenize
 
 
@@ -196,7 +198,22 @@ def overlap_score(text: str, description: str) -> float:
 
 
 def scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
-    """Every worker's score for ``text`` (see the module's docstring)."""
+    """Every worker's score for ``text``: its words' score (see the module's docstring) plus
+    :data:`~teamgraph.planning.meaning.MEANING_WEIGHT` × the votes of the example requests
+    nearest in meaning (:mod:`teamgraph.planning.meaning`) — when some word matched: a request
+    sharing no word with any worker goes to the default, not to a guess."""
+    members = list(workers)
+    totals = word_scores(text, members)
+    if not any(totals.values()):  # no word in common: nothing to go by (the default's case)
+        return totals
+    votes = meaning_scores(text, [w.description or w.name for w in members])
+    return {
+        w.name: totals[w.name] + MEANING_WEIGHT * v for w, v in zip(members, votes, strict=True)
+    }
+
+
+def word_scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
+    """Every worker's score for ``text`` by the words they share (see the module's docstring)."""
     profiles = {}
     for w in workers:
         spelled = w.name.replace("_", " ").replace("-", " ")
