@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import teamgraph as teamgraph_package
-from teamgraph.cli import app
+from teamgraph.cli import _team, app
+from teamgraph.errors import UsageError
 from teamgraph.config import Settings
 from teamgraph.events import (
     BaseEvent,
@@ -437,6 +438,17 @@ def test_the_example_teams_ship_with_the_package_and_run_by_name(tmp_path: Path)
     events = [event_from_json(line) for line in done.stdout.splitlines()]
     assert isinstance(events[0], RunStarted) and events[0].team == "notebook"
     assert "postgresql.md" in events[-1].output  # its knowledge came along
+
+
+def test_a_team_is_named_by_its_yaml_name_or_its_file_name(tmp_path: Path) -> None:
+    """One name per team: `-t assistant` (its `name:`, as runs and the API show it) and, for
+    compatibility, `-t single` (its file's name) are the same team; a near miss is suggested."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/t.db")
+    assert _team("assistant", settings).spec.name == "assistant"
+    assert _team("single", settings).spec.name == "assistant"
+    assert _team("helpdesk", settings).spec.name == _team("swarm", settings).spec.name
+    with pytest.raises(UsageError, match="did you mean 'helpdesk'.*teams: assistant"):
+        _team("helpdsk", settings)
 
 
 @pytest.mark.parametrize(

@@ -118,25 +118,58 @@ def _fail(exc: BaseException) -> typer.Exit:
 
 
 def _team(value: str, settings: Settings) -> Team:
-    """``--team``: a YAML file, or the name of a team in the teams folders (the example teams
-    shipped with the package by default)."""
+    """``--team``: a YAML file, or a team of the teams folders (the example teams shipped with
+    the package by default) by its name (``name:`` in its file, as runs, the workspace and the
+    API show it) or, for compatibility, by its file's name."""
     from teamgraph.runtime.team import Team
 
-    path = Path(value)
-    if path.suffix not in (".yaml", ".yml") and not path.exists():
-        found = [
-            Path(d) / f"{value}{ext}" for d in settings.teams_dirs for ext in (".yaml", ".yml")
-        ]
-        named = next((f for f in found if f.is_file()), None)
-        if named is None:
-            raise UsageError(
-                f"--team {value}: no such file, and no team {value!r} in "
-                f"{', '.join(settings.teams_dirs)}"
-            )
-        path = named
+    path = _team_file(value, settings)
     if path.is_dir():
         raise UsageError(f"--team {value}: a folder; name a team's YAML file")
     return Team.from_yaml(path, settings=settings)
+
+
+def _team_file(value: str, settings: Settings) -> Path:
+    path = Path(value)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    named = _teams_by_name(settings)
+    if value in named:
+        return named[value]
+    stems = {f.stem: f for f in named.values()}
+    if value in stems:
+        return stems[value]
+    import difflib
+
+    near = difflib.get_close_matches(value, [*named, *stems], n=1)
+    hint = f" — did you mean {near[0]!r}?" if near else ""
+    raise UsageError(
+        f"--team {value}: no such file, and no team {value!r} in "
+        f"{', '.join(settings.teams_dirs)}{hint} (teams: {', '.join(sorted(named))})"
+    )
+
+
+def _teams_by_name(settings: Settings) -> dict[str, Path]:
+    """The YAML files of the teams folders by the ``name:`` each declares (a later folder's
+    team overrides an earlier one's, as the server loads them); a file that does not read as a
+    team is left to the loader to report when it is asked for."""
+    import yaml
+
+    found: dict[str, Path] = {}
+    for folder in settings.teams_dirs:
+        for file in sorted(Path(folder).glob("*.y*ml")) if Path(folder).is_dir() else []:
+            try:
+                raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError):
+                continue
+            name = raw.get("name") if isinstance(raw, dict) else None
+            found[name if isinstance(name, str) and name else file.stem] = file
+    return found
+
+
+def _team_name(value: str, settings: Settings) -> str:
+    """The name of the team ``--team value`` means (its YAML ``name:``)."""
+    return _team(value, settings).spec.name
 
 
 @app.command()
@@ -145,7 +178,9 @@ def run(
     team: Annotated[
         str,
         typer.Option(
-            "--team", "-t", help="Team YAML file, or the name of a team (research, notebook, …)."
+            "--team",
+            "-t",
+            help="Team YAML file, or the name of a team (research, assistant, helpdesk, …).",
         ),
     ] = "research",
     template: Annotated[str | None, typer.Option(help="Workflow template to plan with.")] = None,
@@ -651,8 +686,9 @@ def ingest(
 
     try:
         settings = _settings(db)
+        collection = team_collection(_team_name(team, settings)) if team else SHARED
         kb = KnowledgeBase(settings.sqlite_path, settings)
-        report = kb.ingest(paths, team_collection(team) if team else SHARED)
+        report = kb.ingest(paths, collection)
     except (OSError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
     _out().print(
