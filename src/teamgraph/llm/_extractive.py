@@ -109,15 +109,44 @@ def best_sentences(question: str, source: Source, limit: int) -> list[str]:
     return [sentence for _, sentence, _ in sorted(picked)]
 
 
+def nothing_to_go_on(question: str) -> str:
+    """The honest answer without any material: what the offline model would need."""
+    asked = question.strip().splitlines()[0] if question.strip() else ""
+    asked = asked if len(asked) <= 160 else asked[:157] + "..."
+    return (
+        OFFLINE_NOTICE.format(n=0)
+        + f"\n\nI can't answer “{asked}” yet: the offline model answers only from what it is "
+        "given — the team's documents (through a search tool), tool results or earlier steps — "
+        "and none reached this member. Give the team a member with `search_docs` and "
+        "`knowledge:` to search, paste the text to work on into the request, or use a language "
+        "model (`model:` in the team file)."
+    )
+
+
+def relevant(question: str, sources: list[Source], per_source: int = 2) -> list[Source]:
+    """The sources worth quoting for ``question``: those whose label and best sentences cover
+    more than half of what the best source covers of the question's subject words (a passage
+    that only names the subject — "MongoDB is a document database" for a question on its
+    security — is filler). When no source shares a word with the question, all of them."""
+    wanted = content_terms(question)
+    if not wanted:
+        return sources
+    covered = []
+    for source in sources:
+        text = " ".join([source.label, *best_sentences(question, source, per_source)])
+        covered.append(len(wanted & content_terms(text)) / len(wanted))
+    best = max(covered, default=0.0)
+    if best <= 0:
+        return sources
+    return [s for s, share in zip(sources, covered, strict=True) if share > best / 2]
+
+
 def extractive_answer(question: str, sources: list[Source], per_source: int = 2) -> str:
-    """A markdown answer quoting the most relevant sentences of each source, labelled."""
+    """A markdown answer quoting the most relevant sentences of each relevant source, labelled."""
     if not sources:
-        return (
-            OFFLINE_NOTICE.format(n=0)
-            + "\n\nNo documents, tool results or previous steps were available to answer: "
-            + question.strip().splitlines()[0]
-        )
+        return nothing_to_go_on(question)
     sections, used = [], set()
+    sources = relevant(question, sources, per_source)
     for source in sources:
         picked = best_sentences(question, source, per_source) or sentences(source.text)[:1]
         picked = [s for s in picked if s not in used]  # a sentence is quoted once
@@ -126,3 +155,20 @@ def extractive_answer(question: str, sources: list[Source], per_source: int = 2)
             sections.append(f"**{source.label}**: " + " ".join(picked))
     body = "\n\n".join(sections) or "The sources did not contain text relevant to the task."
     return OFFLINE_NOTICE.format(n=len(sources)) + "\n\n" + body
+
+
+_LABELLED = re.compile(r"^\*\*(.+?)\*\*:\s*(.+)$", re.DOTALL)
+_NOTICE = OFFLINE_NOTICE.split("{", 1)[0]
+
+
+def quoted_sources(author: str, text: str) -> list[Source]:
+    """An answer as sources: its ``**label**: text`` paragraphs keep their labels (an offline
+    member quotes its sources that way); other paragraphs are ``author``'s own."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        labelled = _LABELLED.match(paragraph.strip())
+        if labelled:
+            found.append(Source(labelled.group(1), labelled.group(2)))
+        elif paragraph.strip() and not paragraph.startswith(_NOTICE):
+            found.append(Source(author, paragraph.strip()))
+    return found

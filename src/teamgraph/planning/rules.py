@@ -179,6 +179,34 @@ _TEXTS: dict[bool, dict[str, str]] = {  # keyed by "is the request Chinese"
 }
 
 
+def comparison_in_task(task: str) -> Comparison | None:
+    """The comparison a comparison plan's closing step (its ``summary`` or ``compare`` task, as
+    written above) asks for, or None: what a model working that step compares."""
+    first = task.strip().split("\n\n", 1)[0]
+    for chinese, texts in _TEXTS.items():
+        for key in ("summary", "compare"):
+            found = _task_pattern(texts[key]).match(first)
+            if found:
+                names = _split_joined(found.group("names"), chinese)
+                aspects = found.groupdict().get("aspects")
+                listed = _split_joined(aspects, chinese) if aspects else []
+                return Comparison(tuple(names), tuple(listed), chinese)
+    return None
+
+
+def _task_pattern(text: str) -> re.Pattern[str]:
+    pattern = re.escape(text)
+    for field in ("names", "aspects"):
+        pattern = pattern.replace(re.escape(f"{{{field}}}"), rf"\s*(?P<{field}>.+?)\s*")
+    return re.compile(pattern + "$", re.S)
+
+
+def _split_joined(text: str, chinese: bool) -> list[str]:
+    """The items :func:`_join` joined."""
+    parts = re.split(r"\s*(?:、|和)\s*" if chinese else r",\s*|\s+and\s+", text.strip())
+    return [p.strip() for p in parts if p.strip()]
+
+
 def _comparison_plan(
     comparison: Comparison, workers: Sequence[WorkerInfo], default: str | None, max_steps: int
 ) -> Plan:
