@@ -451,3 +451,21 @@ def test_template_keywords_alone_make_no_plan() -> None:
 
 def _templates() -> dict[str, Template]:
     return load_templates([BUILTIN_TEMPLATES_DIR])
+
+
+def test_a_worker_that_cannot_search_gets_the_findings_of_one_that_can() -> None:
+    team = [
+        WorkerInfo("researcher", "Finds facts in documents and sources.", searches=True),
+        WorkerInfo("writer", "Writes summaries and reports."),
+    ]
+    asked = "Write a short summary of how MongoDB secures access"
+    plan = plan_by_rules(asked, team, "researcher", {}).plan
+    assert [(s.id, s.worker, s.depends_on) for s in plan.steps] == [
+        ("find_material", "researcher", []),
+        ("task", "writer", ["find_material"]),
+    ]
+    assert plan.steps[1].task == asked
+    # material the request brings is worked on as given; without a searcher, nothing to add
+    assert len(plan_by_rules("Summarize this article", team, "researcher", {}).plan.steps) == 1
+    alone = [WorkerInfo("writer", "Writes summaries and reports.")]
+    assert len(plan_by_rules(asked, alone, "writer", {}).plan.steps) == 1

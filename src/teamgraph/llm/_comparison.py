@@ -56,7 +56,8 @@ def comparison_answer(comparison: Comparison, sources: list[Source]) -> str:
     used: set[str] = set()
     sections, verdicts = [], []
     for aspect in aspects:
-        cells = {e: _cell(e, aspect, entities, found, used) for e in entities}
+        on = "" if not comparison.aspects else aspect  # an overview: anything on the entity
+        cells = {e: _cell(e, on, entities, found, used) for e in entities}
         verdict = _verdict(cells)
         verdicts.append((aspect, verdict))
         lines = [f"### {aspect[:1].upper()}{aspect[1:]}"]
@@ -91,7 +92,7 @@ def _cell(
 ) -> Cell | None:
     """The sentence that best speaks of ``entity`` on ``aspect`` (not one quoted already, and
     rather one about no other entity): both named in it or in its heading, else the entity
-    alone (overview)."""
+    alone (``aspect`` empty: an overview)."""
     named, about = content_terms(entity), content_terms(aspect)
     others = set().union(*(content_terms(e) for e in entities if e != entity)) - named
     best: tuple[tuple[int, int, int], Cell] | None = None
@@ -105,7 +106,7 @@ def _cell(
         on_aspect = len(about & where) if about else 0
         if about and not on_aspect and aspect not in line:
             continue
-        score = (on_aspect + (aspect in line), -len(others & terms), -position)
+        score = (on_aspect + bool(aspect and aspect in line), -len(others & terms), -position)
         if best is None or score > best[0]:
             best = (score, Cell(_short(line), label))
     if best is None:

@@ -111,15 +111,14 @@ def best_sentences(question: str, source: Source, limit: int) -> list[str]:
 
 def nothing_to_go_on(question: str) -> str:
     """The honest answer without any material: what the offline model would need."""
-    asked = question.strip().splitlines()[0] if question.strip() else ""
-    asked = asked if len(asked) <= 160 else asked[:157] + "..."
+    del question  # not repeated: a member's task may carry notes meant for it, not the user
     return (
         OFFLINE_NOTICE.format(n=0)
-        + f"\n\nI can't answer “{asked}” yet: the offline model answers only from what it is "
-        "given — the team's documents (through a search tool), tool results or earlier steps — "
-        "and none reached this member. Give the team a member with `search_docs` and "
-        "`knowledge:` to search, paste the text to work on into the request, or use a language "
-        "model (`model:` in the team file)."
+        + "\n\nI can't answer this yet: the offline model answers only from what it is "
+        "given — the team's documents, tool results or earlier steps — and nothing on this "
+        "request reached me. Ask about a subject the team's documents cover (a member with "
+        "`search_docs` searches its `knowledge:`), paste the text to work on into the request, "
+        "or use a language model (`model:` in the team file)."
     )
 
 

@@ -1,5 +1,6 @@
 """The offline model as a supervisor: delegate the request to the member whose description fits
-it best, then finish with an extractive answer from what the picked members reported."""
+it best — among the members that can search, when there are any: the offline model answers only
+from material — then finish with an extractive answer from what the picked members reported."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ DELEGATE = "Look into this request and answer it:"  # one line: a member searche
 def supervisor_reply(brief: Brief, tools: list[dict[str, Any]]) -> AIMessage:
     """A decision as a call of the bound schema: the first time (in this user turn) pick one
     member by description overlap; once the picked members answered, finish."""
-    members = [WorkerInfo(m.name, m.description) for m in brief.members]
+    members = [WorkerInfo(m.name, m.description, m.searches) for m in brief.members]
     entries = list(brief.transcript)
     users = [i for i, (speaker, _) in enumerate(entries) if speaker == prompts.USER_SPEAKER]
     request = entries[users[-1]][1] if users else brief.request
@@ -28,6 +29,9 @@ def supervisor_reply(brief: Brief, tools: list[dict[str, Any]]) -> AIMessage:
     picked = [s.removeprefix(delegated) for s, _ in turn if s.startswith(delegated)]
     if members and request and not picked:
         agent = route(request, members)
+        searchers = [m for m in members if m.searches]
+        if searchers and not any(m.name == agent and m.searches for m in members):
+            agent = route(request, searchers, searchers[0].name)  # it finds what to answer from
         decision: dict[str, Any] = {
             "picks": [{"agent": agent, "instructions": f"{DELEGATE} {request}"}],
             "finish": False,

@@ -24,10 +24,13 @@ from teamgraph.text import has_cjk, simplified, stem, tokenize
 
 @dataclass(frozen=True)
 class WorkerInfo:
-    """What the router knows about a worker: its name and its description."""
+    """What the router knows about a worker: its name, its description and whether it can
+    search (a tool to find documents: the planner gives a step of a worker that cannot the
+    findings of one that can)."""
 
     name: str
     description: str
+    searches: bool = False
 
 
 @dataclass(frozen=True)
