@@ -126,18 +126,23 @@ def relevant(question: str, sources: list[Source], per_source: int = 2) -> list[
     """The sources worth quoting for ``question``: those whose label and best sentences cover
     more than half of what the best source covers of the question's subject words (a passage
     that only names the subject — "MongoDB is a document database" for a question on its
-    security — is filler). When no source shares a word with the question, all of them."""
+    security — is filler), leaving out a source that only restates the question (a plan that
+    is the request). The question is its first paragraph (what follows instructs). When no
+    source shares a word with the question, all of them."""
+    question = question.strip().split("\n\n", 1)[0]
     wanted = content_terms(question)
     if not wanted:
         return sources
-    covered = []
+    scored = []
     for source in sources:
+        if content_terms(" ".join(sentences(source.text))) <= wanted:
+            continue  # says nothing the question does not
         text = " ".join([source.label, *best_sentences(question, source, per_source)])
-        covered.append(len(wanted & content_terms(text)) / len(wanted))
-    best = max(covered, default=0.0)
+        scored.append((source, len(wanted & content_terms(text)) / len(wanted)))
+    best = max((share for _, share in scored), default=0.0)
     if best <= 0:
         return sources
-    return [s for s, share in zip(sources, covered, strict=True) if share > best / 2]
+    return [source for source, share in scored if share > best / 2]
 
 
 def extractive_answer(question: str, sources: list[Source], per_source: int = 2) -> str:
