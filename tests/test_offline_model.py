@@ -432,3 +432,13 @@ def test_the_closing_step_of_a_comparison_plan_names_its_comparison() -> None:
         found = comparison_in_task(plan.steps[-1].task)
         assert found is not None
         assert (list(found.entities), list(found.aspects)) == (plan.entities, plan.aspects)
+
+
+def test_a_template_task_searches_with_the_request_it_serves() -> None:
+    from teamgraph.llm._extractive import search_query
+
+    task = (
+        "Research the topic of the request. Gather the key facts and name their sources."
+        "\n\nUser's original request: What are Redis persistence options?"
+    )
+    assert search_query(task) == "Redis persistence options"

@@ -42,10 +42,13 @@ def _task_terms() -> frozenset[str]:
 
 
 def search_query(task: str) -> str:
-    """A keyword query for a search tool: the task's first line without instruction words —
-    and, when the user answered a clarifying question, the answer's words first (the
-    request alone was too vague to search with)."""
-    original, answers = split_clarified(task.split("\n\nUser's original request:")[0])
+    """A keyword query for a search tool: the task's first line without instruction words (the
+    user's request, for a template's task that names it) — and, when the user answered a
+    clarifying question, the answer's words first (the request alone was too vague to search
+    with)."""
+    head, marker, asked = task.partition("\n\nUser's original request:")
+    # a template's task is the template's wording: the request it serves says what to find
+    original, answers = split_clarified(asked.strip() if marker and asked.strip() else head)
     first = original.strip().splitlines()[0] if original.strip() else ""
     lines = [a.splitlines()[0] for a in reversed(answers) if a] + [first]
     words = [w for line in lines for w in re.findall(r"[\w.+#-]+", line)]
