@@ -297,7 +297,15 @@ def test_resume_of_a_finished_run_is_a_usage_error(db: str) -> None:
     assert result.exit_code == 2, explain(result)
     assert run_id in result.output
     assert "already ended" in flat(result.output)
+    assert f"teamgraph show {run_id[:12]}" in flat(result.output)  # where its answer is
     assert not of_type([event_from_json(x) for x in result.stdout.splitlines()], Resumed)
+
+    shown = invoke("show", run_id[:12], "--db", db)
+    assert shown.exit_code == 0, explain(shown)
+    assert f"run {run_id}" in shown.output and "status: completed" in shown.output
+    assert "step summary [done] writer" in shown.output
+    assert events[-1].output.splitlines()[0] in shown.output  # the answer
+    assert "usage: " in shown.output
 
 
 # --- templates ------------------------------------------------------------------------------------

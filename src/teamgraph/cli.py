@@ -20,9 +20,11 @@ if TYPE_CHECKING:  # the heavy modules load inside the commands: `--help` stays 
 
     from teamgraph.config import Settings
     from teamgraph.events import Event, RunStatus
+    from teamgraph.result import RunResult
     from teamgraph.runtime.runner import Runner
     from teamgraph.runtime.team import Team
     from teamgraph.runtime.view import RunView
+    from teamgraph.storage.models import RunRow
 
 app = typer.Typer(
     help="Run durable, streamed, cost-tracked teams of AI agents.",
@@ -290,19 +292,44 @@ def diff(
 
 
 async def _diff(settings: Settings, first: str, second: str) -> str:
-    from teamgraph.runtime.backend import open_backend
     from teamgraph.runtime.diff import diff_runs
+
+    one, other = await _stored_results(settings, first, second)
+    return diff_runs(one[1], other[1])
+
+
+async def _stored_results(settings: Settings, *given: str) -> list[tuple[RunRow, RunResult]]:
+    """The stored runs ``given`` (ids or unambiguous prefixes), each with its result."""
+    from teamgraph.runtime.backend import open_backend
     from teamgraph.runtime.runner import Runner
     from teamgraph.runtime.team import Team
     from teamgraph.specs.loader import team_from_dict
 
     async with open_backend(settings) as backend:
-        results = []
-        for given in (first, second):
-            row = await backend.runs.get(await backend.runs.resolve(given))
+        found = []
+        for run in given:
+            row = await backend.runs.get(await backend.runs.resolve(run))
             team = Team(team_from_dict(row.team_spec, source=f"run {row.id}"), settings=settings)
-            results.append(await Runner(team.spec, backend, team.config).result(row.id))
-    return diff_runs(*results)
+            found.append((row, await Runner(team.spec, backend, team.config).result(row.id)))
+    return found
+
+
+@app.command()
+def show(
+    run_id: Annotated[str, typer.Argument(help="Id of a run, or any unambiguous prefix.")],
+    db: DbOption = None,
+) -> None:
+    """Print a stored run: its request, status, steps, answer and cost."""
+    from teamgraph.runtime.diff import describe
+
+    settings = _settings(db)
+    try:
+        [(row, result)] = _run_async(_stored_results(settings, run_id))
+    except TeamgraphError as exc:
+        raise _fail(exc) from None
+    print(f"run {row.id} · team {row.team_name} · {row.created_at:%Y-%m-%d %H:%M}")
+    print(f"request: {row.input}")
+    print("\n".join(describe(result)))
 
 
 async def _get_run(settings: Settings, given: str) -> tuple[str, dict[str, Any]]:
