@@ -357,6 +357,7 @@ def test_ingest_indexes_files_then_skips_unchanged_ones(db: str) -> None:
     assert second.exit_code == 0, explain(second)
     one, two = INGEST.search(flat(first.stdout)), INGEST.search(flat(second.stdout))
     assert one is not None, first.stdout
+    assert "every team's runs search them" in flat(first.stdout)  # says who will see them
     assert two is not None, second.stdout
     indexed, unchanged, removed, written, total = map(int, one.groups())
     assert (indexed, unchanged, removed) == (files, 0, 0)

@@ -718,10 +718,17 @@ def ingest(
         report = kb.ingest(paths, collection)
     except (OSError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
+    who = (
+        f"runs of team {_team_name(team, settings)!r} search them"
+        if team
+        else "every team's runs search them (the shared collection; --team NAME keeps them to "
+        "one team)"
+    )
     _out().print(
         f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
         f"{report.files_removed} removed; {report.chunks} chunk(s) written; "
-        f"{kb.count()} chunk(s) in the index"
+        f"{kb.count()} chunk(s) in the index; {who}",
+        soft_wrap=True,
     )
 
 
