@@ -337,6 +337,8 @@ def test_templates_also_lists_the_team_templates_dirs(tmp_path: Path) -> None:
     assert "gather → decide" in result.stdout
     for name in BUILTIN_TEMPLATES:
         assert name in result.stdout
+    # the team has no coder or writer: those templates are listed as what it cannot run
+    assert "not code_review: needs coder, critic, writer" in flat(result.stdout)
 
 
 # --- ingest ---------------------------------------------------------------------------------------

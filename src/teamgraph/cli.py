@@ -672,30 +672,45 @@ async def _list_runs(settings: Settings, limit: int) -> list[list[str]]:
 @app.command()
 def templates(
     team: Annotated[
-        Path | None, typer.Option("--team", "-t", help="Also list the team's templates_dirs.")
+        str | None,
+        typer.Option(
+            "--team",
+            "-t",
+            help="Only the templates this team can run (and its templates_dirs' too).",
+        ),
     ] = None,
 ) -> None:
-    """List the workflow templates the planner knows."""
+    """List the workflow templates the planner knows (with --team: those the team can run, and
+    why the others cannot)."""
     from rich.table import Table
     from rich.text import Text
 
-    from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
+    from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates, misfit
 
     settings = _settings(None)
     dirs: list[str | Path] = [BUILTIN_TEMPLATES_DIR, *settings.templates_dirs]
     try:
-        if team is not None:
-            dirs += _team(str(team), settings).spec.workflow.templates_dirs
+        chosen = _team(team, settings) if team is not None else None
+        if chosen is not None:
+            dirs += chosen.spec.workflow.templates_dirs
         found = load_templates(dirs)
     except TeamgraphError as exc:
         raise _fail(exc) from None
-    table = Table(title="templates")
+    members = [m.name for m in chosen.spec.members] if chosen is not None else []
+    unfit = {name: misfit(tpl, members) for name, tpl in found.items()} if chosen else {}
+    title = f"templates team {chosen.spec.name!r} can run" if chosen else "templates"
+    table = Table(title=title)
     table.add_column("name")
     table.add_column("description")
     table.add_column("steps")
     for name, tpl in sorted(found.items()):
-        table.add_row(Text(name), Text(tpl.description), Text(" → ".join(s.id for s in tpl.steps)))
+        if not unfit.get(name):
+            steps = " → ".join(s.id for s in tpl.steps)
+            table.add_row(Text(name), Text(tpl.description), Text(steps))
     _out().print(table)
+    for name, why in sorted(unfit.items()):
+        if why:
+            _out().print(f"not {name}: {why.removeprefix(f'template {name!r} ')}", soft_wrap=True)
 
 
 @app.command()
