@@ -451,6 +451,21 @@ def test_the_example_teams_ship_with_the_package_and_run_by_name(tmp_path: Path)
     assert "postgresql.md" in events[-1].output  # its knowledge came along
 
 
+def test_serve_on_a_port_in_use_is_one_line_and_a_usage_error(tmp_path: Path) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = teamgraph(
+            tmp_path, "serve", "--port", str(port), "--db", f"sqlite:///{tmp_path}/s.db"
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use — choose another "
+        "with --port (or --host)"
+    )
+
+
 def test_a_team_is_named_by_its_yaml_name_or_its_file_name(tmp_path: Path) -> None:
     """One name per team: `-t assistant` (its `name:`, as runs and the API show it) and, for
     compatibility, `-t single` (its file's name) are the same team; a near miss is suggested."""

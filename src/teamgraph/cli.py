@@ -526,6 +526,7 @@ def serve(
     try:  # the teams and the database first: a mistake is one line, not a start-up traceback
         if workers is not None:
             settings.require_postgres("--workers")
+        _port_free(host, port)
         _run_async(_preflight(settings))
     except TeamgraphError as exc:
         raise _fail(exc) from None
@@ -586,6 +587,21 @@ def worker(
         raise _fail(exc) from None
     os.environ.setdefault("TEAMGRAPH_JSON_LOGS", "true")
     run_worker(settings)
+
+
+def _port_free(host: str, port: int) -> None:
+    """Raise :class:`UsageError` when ``host:port`` cannot be bound (in use, or not ours)."""
+    import os
+    import socket
+
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {why} — choose another with --port (or --host)"
+        ) from None
 
 
 async def _preflight(settings: Settings) -> None:
