@@ -348,6 +348,22 @@ INGEST = re.compile(
 )
 
 
+def test_knowledge_lists_and_removes_what_ingest_indexed(db: str) -> None:
+    assert invoke("ingest", KNOWLEDGE, "--db", db).exit_code == 0
+    listed = invoke("knowledge", "list", "--db", db)
+    assert listed.exit_code == 0, explain(listed)
+    files = sorted(p.name for p in KNOWLEDGE.glob("*.md"))
+    assert "searched by every team's runs" in flat(listed.stdout)
+    assert all(name in listed.stdout for name in files)
+
+    missing = invoke("knowledge", "remove", "9999", "--db", db)
+    assert missing.exit_code == 2 and "no document '9999' in shared" in flat(missing.output)
+    removed = invoke("knowledge", "remove", KNOWLEDGE, "--db", db)
+    assert removed.exit_code == 0, explain(removed)
+    assert f"removed {len(files)} document(s) from shared; 0 chunk(s) left" in flat(removed.stdout)
+    assert "shared: 0 document(s)" in flat(invoke("knowledge", "list", "--db", db).stdout)
+
+
 def test_ingest_indexes_files_then_skips_unchanged_ones(db: str) -> None:
     files = len(list(KNOWLEDGE.glob("*.md")))
     assert files >= 2

@@ -763,5 +763,81 @@ def ingest(
     )
 
 
+knowledge_app = typer.Typer(
+    help="The documents `ingest` indexed: list them, remove them.", no_args_is_help=True
+)
+app.add_typer(knowledge_app, name="knowledge")
+TeamOption = Annotated[
+    str | None,
+    typer.Option("--team", "-t", help="That team's documents (default: the shared ones)."),
+]
+
+
+def _collection(team: str | None, settings: Settings) -> str:
+    from teamgraph.knowledge import SHARED
+    from teamgraph.runtime.runner import team_collection
+
+    return team_collection(_team_name(team, settings)) if team else SHARED
+
+
+@knowledge_app.command("list")
+def knowledge_list(team: TeamOption = None, db: DbOption = None) -> None:
+    """The documents of the shared collection (every team's runs search it) or of a team's."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from teamgraph.knowledge import KnowledgeBase
+
+    try:
+        settings = _settings(db)
+        collection = _collection(team, settings)
+        documents = KnowledgeBase(settings.sqlite_path, settings).documents(collection)
+    except (OSError, TeamgraphError, ValueError) as exc:
+        raise _fail(exc) from None
+    searched = f"team {team!r}'s runs" if team else "every team's runs"
+    table = Table(title=f"{collection}: {len(documents)} document(s), searched by {searched}")
+    for column in ("id", "name", "source", "chunks", "added"):
+        table.add_column(column)
+    for d in documents:
+        table.add_row(str(d.id), Text(d.name), Text(d.source), str(d.chunks), d.added_at[:16])
+    _out().print(table)
+
+
+@knowledge_app.command("remove")
+def knowledge_remove(
+    what: Annotated[
+        list[str], typer.Argument(help="Document ids, or files and folders as ingested.")
+    ],
+    team: TeamOption = None,
+    db: DbOption = None,
+) -> None:
+    """Remove documents from the shared collection (or a team's): by id, or every document
+    ingested from a file or folder."""
+    from teamgraph.knowledge import KnowledgeBase
+
+    try:
+        settings = _settings(db)
+        collection = _collection(team, settings)
+        kb = KnowledgeBase(settings.sqlite_path, settings)
+        documents = kb.documents(collection)
+        chosen = {d.id for item in what for d in documents if _names(item, d.id, d.source)}
+        missing = [i for i in what if not any(_names(i, d.id, d.source) for d in documents)]
+        if missing:
+            raise UsageError(f"no document {', '.join(map(repr, missing))} in {collection}")
+        for document_id in sorted(chosen):
+            kb.delete(collection, document_id)
+    except (OSError, TeamgraphError, ValueError) as exc:
+        raise _fail(exc) from None
+    _out().print(f"removed {len(chosen)} document(s) from {collection}; {kb.count()} chunk(s) left")
+
+
+def _names(item: str, document_id: int, source: str) -> bool:
+    """Whether ``item`` (an id, or a file or folder) names the document."""
+    if item == str(document_id):
+        return True
+    where = Path(item).resolve()
+    return Path(source) == where or Path(source).is_relative_to(where)
+
+
 if __name__ == "__main__":
     main()
