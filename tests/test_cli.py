@@ -595,6 +595,32 @@ def test_ctrl_c_cancels_and_says_the_resume_command(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr
 
 
+def test_ctrl_c_at_the_approval_prompt_stops_the_first_time(tmp_path: Path) -> None:
+    """The prompt blocks the event loop, whose own Ctrl-C handler acted only after it: the
+    first Ctrl-C was lost. Now it stops at once; the run waits for its answer."""
+    args = [sys.executable, "-m", "teamgraph", "run", "-t", "notebook", "--events", "jsonl"]
+    db = f"sqlite:///{tmp_path}/p.db"
+    with subprocess.Popen(
+        [*args, "--db", db, "Save a note: Redis keeps data in memory"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stderr is not None
+        said = b""
+        while b"approve, reject or edit" not in said:  # the prompt is up (no newline after it)
+            chunk = os.read(process.stderr.fileno(), 4096)
+            assert chunk, said
+            said += chunk
+        process.send_signal(signal.SIGINT)  # once
+        _, err = process.communicate(timeout=PROCESS_CEILING_S)
+    assert process.returncode == 130, err
+    assert b"waits: stopped at the prompt (Ctrl-C); continue it with: teamgraph resume" in err
+    assert b"Traceback" not in err
+
+
 def test_a_run_without_a_plan_shows_its_agents(db: str) -> None:
     result = invoke("run", "-t", "swarm", "--db", db, "How does PostgreSQL vacuum work?")
 

@@ -266,7 +266,7 @@ def resume(
             from teamgraph.cli_pauses import ask
 
             pending = await runner.pending(run_id)  # a paused run: ask here, as `run` does
-            chosen = ask(_err(), pending) if pending else options
+            chosen = _prompt(ask, pending) if pending else options
         async for event in runner.resume_stream(run_id, **chosen):
             yield event
 
@@ -362,13 +362,20 @@ def _drive(
     interactive: bool = True,
 ) -> int:
     from teamgraph.runtime.view import RunView
+    from teamgraph.status import FINISHED
 
     if mode not in ("table", "jsonl"):
         raise _fail(UsageError(f"--events must be 'table' or 'jsonl', not {mode!r}"))
     view = RunView()
     try:
         _run_async(_execute(team, source, view, mode, interactive))
+    except PromptStopped:  # before KeyboardInterrupt: the run waits, nothing was cancelled
+        return _stopped(view, "waits: stopped at the prompt (Ctrl-C)", 130)
     except KeyboardInterrupt:
+        if view.status in FINISHED:  # it ended as Ctrl-C came: it is not cancelled
+            if mode == "table":
+                _report(view)
+            return EXIT.get(view.status, 1)
         return _stopped(view, "cancelled (Ctrl-C)", 130)
     except EOFError:
         return _stopped(view, "waits: the input ended before an answer", EXIT["interrupted"])
@@ -377,6 +384,26 @@ def _drive(
     if mode == "table":
         _report(view)
     return EXIT.get(view.status, 1)
+
+
+class PromptStopped(Exception):
+    """Ctrl-C at a prompt: the run waits for its answer."""
+
+
+def _prompt(
+    ask: Callable[[Console, list[dict[str, Any]]], dict[str, Any]], pending: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Ask in the terminal; Ctrl-C stops at once. (The event loop's own Ctrl-C handler only
+    cancels its task once the blocking prompt returns: the first Ctrl-C was lost.)"""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return ask(_err(), pending)
+    except KeyboardInterrupt:
+        raise PromptStopped from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 async def _execute(
@@ -396,7 +423,8 @@ async def _execute(
             if not interactive:
                 _err().print(how_to_resume(view.run_id, pending), markup=False)
                 return
-            await _consume(runner.resume_stream(view.run_id, **ask(_err(), pending)), view, mode)
+            answer = _prompt(ask, pending)
+            await _consume(runner.resume_stream(view.run_id, **answer), view, mode)
 
 
 async def _consume(events: AsyncIterator[Event], view: RunView, mode: str) -> None:
