@@ -2,9 +2,13 @@
 
     .venv/bin/python evals/planning.py            # accuracy per measure, per language, confusions
     .venv/bin/python evals/planning.py --errors   # and every request planned wrongly
-    .venv/bin/python evals/planning.py --check    # exit 1 when a target is missed
+    .venv/bin/python evals/planning.py --check    # exit 1 when a development target is missed
+    .venv/bin/python evals/planning.py --set heldout --errors   # one set only
 
-Each request of ``evals/planning.yaml`` is planned by the planner's rules tier (what a workflow
+Two sets of requests, kept apart: ``evals/planning.yaml`` (development: the rules are tuned on
+it, and new cases go there) and ``evals/planning_heldout.yaml`` (held out: written apart, by a
+different method, and never tuned on — its score is what the rules do on requests they have not
+seen). Both are reported. Each request is planned by the planner's rules tier (what a workflow
 team on the offline model runs) for its team of ``evals/teams.yaml``, in three member orders
 (as written, reversed, rotated by one); the team's default worker (where no member fits) is its
 first member as written, in every order. Measures, each over the (request, order) pairs it
@@ -14,7 +18,12 @@ applies to:
 - routing: a single request's step goes to the expected worker; an ordered request's steps go to
   the expected workers, in order;
 - entities/aspects: a comparison's plan names exactly the expected entities and aspects;
-- order: a request's plan is the same (steps, workers) in every order.
+- order: a request's plan is the same (steps, workers) in every order;
+- vague: the offline moderator asks a clarifying question exactly for ``kind: vague`` requests
+  (the only measure a vague request has).
+
+A request is fully correct when every measure it has holds in every order; that rate is reported
+per category (worker kind, comparison, chain, vague) and per language.
 """
 
 from __future__ import annotations
@@ -28,13 +37,23 @@ from typing import Any
 
 import yaml
 
+from teamgraph.llm._moderation import is_vague
 from teamgraph.plan import Plan, PlanDecision
+from teamgraph.planning.meaning import EXAMPLES_FILE
 from teamgraph.planning.routing import WorkerInfo
 from teamgraph.planning.rules import plan_by_rules
 from teamgraph.planning.templates import available
 
 HERE = Path(__file__).resolve().parent
-TARGETS = {"single vs multi": 0.95, "routing": 0.95, "entities/aspects": 0.90, "order": 1.0}
+TARGETS = {
+    "single vs multi": 0.95,
+    "routing": 0.95,
+    "entities/aspects": 0.90,
+    "order": 1.0,
+    "vague": 0.9,
+}
+SETS = {"dev": HERE / "planning.yaml", "heldout": HERE / "planning_heldout.yaml"}
+CATEGORIES = ("worker kind", "comparison", "chain", "vague")
 
 
 @dataclass
@@ -48,6 +67,14 @@ class Case:
     steps: list[str] = field(default_factory=list)
     entities: list[str] | None = None
     aspects: list[str] | None = None
+
+    @property
+    def category(self) -> str:
+        if self.kind == "vague":
+            return "vague"
+        if self.entities is not None:
+            return "comparison"
+        return "chain" if self.steps else "worker kind"
 
 
 @dataclass
@@ -72,18 +99,30 @@ class Report:
     confusions: Counter[str] = field(default_factory=Counter)
     tiers: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    wrong: set[str] = field(default_factory=set)  # requests with a measure that failed
+    cases: list[Case] = field(default_factory=list)
 
     def record(self, measure: str, case: Case, ok: bool, detail: str = "") -> None:
         self.measures[measure].add(ok)
         self.by_lang[(measure, case.lang)].add(ok)
+        if not ok:
+            self.wrong.add(case.request)
         if not ok and detail:
             self.errors.append(f"[{measure}] {case.team}: {case.request!r}: {detail}")
 
     def missed(self) -> list[str]:
         return [m for m, target in TARGETS.items() if self.measures[m].rate < target]
 
+    def fully_correct(self, key: str = "", value: str = "") -> Tally:
+        """Requests (of a category or language, if given) with every measure right."""
+        tally = Tally()
+        for case in self.cases:
+            if not key or getattr(case, key) == value:
+                tally.add(case.request not in self.wrong)
+        return tally
 
-def load(path: Path = HERE / "planning.yaml") -> tuple[dict[str, list[WorkerInfo]], list[Case]]:
+
+def load(path: Path = SETS["dev"]) -> tuple[dict[str, list[WorkerInfo]], list[Case]]:
     teams_raw: dict[str, dict[str, str]] = yaml.safe_load((HERE / "teams.yaml").read_text())
     teams = {
         team: [WorkerInfo(name, text) for name, text in members.items()]
@@ -109,6 +148,8 @@ def plan_for(
 
 
 def judge(case: Case, ruled: PlanDecision, report: Report) -> None:
+    if case.kind == "vague":
+        return
     plan = ruled.plan
     workers = [s.worker for s in plan.steps]
     report.tiers[f"{case.kind} → {ruled.tier}"] += 1
@@ -144,11 +185,16 @@ def _shape(plan: Plan) -> list[tuple[str, str]]:
     return [(s.worker, s.task) for s in plan.steps]
 
 
-def evaluate() -> Report:
-    teams, cases = load()
+def evaluate(path: Path = SETS["dev"]) -> Report:
+    teams, cases = load(path)
     templates = available()
-    report = Report(requests=len(cases))
+    report = Report(requests=len(cases), cases=cases)
     for case in cases:
+        asks = is_vague(case.request)
+        expected = case.kind == "vague"
+        report.record("vague", case, asks == expected, f"clarifying question: {asks}")
+        if expected:
+            continue
         team = teams[case.team]
         default = team[0].name  # a team's default worker is a setting: the same in every order
         plans = [plan_for(case.request, members, default, templates) for members in orders(team)]
@@ -160,18 +206,26 @@ def evaluate() -> Report:
     return report
 
 
-def show(report: Report, errors: bool) -> None:
-    print(f"{report.requests} requests × 3 member orders, planned by the offline rules\n")
+def show(name: str, report: Report, errors: bool) -> None:
+    print(f"== {name} set: {report.requests} requests × 3 member orders, offline rules ==\n")
     print(f"{'measure':<18}{'correct':>10}{'of':>6}{'accuracy':>10}{'target':>9}")
     for measure, target in TARGETS.items():
         t = report.measures[measure]
         print(f"{measure:<18}{t.hits:>10}{t.total:>6}{t.rate:>10.1%}{target:>9.0%}")
+    whole = report.fully_correct()
+    print(f"{'fully correct':<18}{whole.hits:>10}{whole.total:>6}{whole.rate:>10.1%}")
+    print("\nfully correct by category:")
+    for category in CATEGORIES:
+        t = report.fully_correct("category", category)
+        print(f"  {category:<16}{t.hits:>10}{t.total:>6}{t.rate:>10.1%}")
     langs = sorted({lang for _, lang in report.by_lang})
+    full = "".join(f"{report.fully_correct('lang', lang).rate:>10.1%}" for lang in langs)
     print(f"\n{'by language':<18}" + "".join(f"{lang:>10}" for lang in langs))
     for measure in TARGETS:
         row = [report.by_lang.get((measure, lang)) for lang in langs]
         cells = "".join(f"{t.rate:>10.1%}" if t else f"{'-':>10}" for t in row)
         print(f"{measure:<18}{cells}")
+    print(f"{'fully correct':<18}{full}")
     print(
         "\nplanner tiers (expected kind → tier): "
         + ", ".join(f"{k} {v}" for k, v in sorted(report.tiers.items()))
@@ -186,17 +240,51 @@ def show(report: Report, errors: bool) -> None:
             print("  " + line)
 
 
+def write_examples(path: Path) -> int:
+    """The routing examples the planner ships: the development set's single-worker requests,
+    each with its worker's description (never a held-out request)."""
+    teams, cases = load(SETS["dev"])
+    described = {(team, w.name): w.description for team, ws in teams.items() for w in ws}
+    examples = [
+        {"request": c.request, "worker": described[(c.team, c.worker)]}
+        for c in cases
+        if c.kind == "single" and c.worker
+    ]
+    header = (
+        "# Written by `python evals/planning.py --write-examples` from evals/planning.yaml (the\n"
+        "# development set's single-worker requests): do not edit, do not add held-out items.\n"
+    )
+    body = yaml.safe_dump({"examples": examples}, allow_unicode=True, width=200, sort_keys=False)
+    path.write_text(header + body, encoding="utf-8")
+    print(f"{path}: {len(examples)} examples")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--errors", action="store_true", help="list every wrong plan")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--set", choices=[*SETS, "both"], default="both", help="which set")
+    parser.add_argument(
+        "--write-examples", action="store_true", help="write the planner's routing examples"
+    )
     args = parser.parse_args()
-    report = evaluate()
-    show(report, args.errors)
-    missed = report.missed()
-    if missed:
-        print(f"\nmissed targets: {', '.join(missed)}")
-    return 1 if args.check and missed else 0
+    if args.write_examples:
+        return write_examples(EXAMPLES_FILE)
+    missed_any = False
+    for name, path in SETS.items():
+        if args.set not in (name, "both"):
+            continue
+        report = evaluate(path)
+        show(name, report, args.errors)
+        missed = report.missed()
+        if missed:
+            print(f"\nmissed targets ({name}): {', '.join(missed)}")
+        # only the development set is held to the targets: a test on the held-out set would
+        # have it tuned on
+        missed_any = missed_any or (bool(missed) and name == "dev")
+        print()
+    return 1 if args.check and missed_any else 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,24 @@ def test_offline_vagueness_rule() -> None:
     assert not is_vague("Compare PostgreSQL and MongoDB on cost")
 
 
+@pytest.mark.parametrize(
+    ("request_text", "vague"),
+    [
+        ("Can you help?", True),
+        ("Make it better please", True),
+        ("Do the thing we talked about", True),
+        ("你可以帮我吗？", True),
+        ("幫我搞掂佢", True),
+        ("Explain MVCC", False),  # short, but it names its subject
+        ("Define entropy", False),
+        ("解释一下闭包", False),
+        ("Fix the login bug", False),
+    ],
+)
+def test_vague_means_naming_no_subject(request_text: str, vague: bool) -> None:
+    assert is_vague(request_text) is vague
+
+
 async def test_a_vague_request_pauses_and_resumes_with_the_answer(settings: Any) -> None:
     async with desk_team(settings).runner() as runner:
         events = [e async for e in runner.stream("help me", run_id="c1")]

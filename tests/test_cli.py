@@ -15,8 +15,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import teamgraph as teamgraph_package
-from teamgraph.cli import app
+from teamgraph.cli import _team, app
 from teamgraph.config import Settings
+from teamgraph.errors import UsageError
 from teamgraph.events import (
     BaseEvent,
     PlanCreated,
@@ -244,7 +245,7 @@ def test_a_bad_team_file_is_a_usage_error_naming_file_field_and_value(
 
     assert result.exit_code == 2, explain(result)
     message = flat(result.output)
-    assert f"{team}: {field}" in message
+    assert re.search(rf"{re.escape(str(team))}:\d+:\d+: {re.escape(field)}", message)
     assert value in message
     assert "Traceback" not in result.output
 
@@ -296,7 +297,15 @@ def test_resume_of_a_finished_run_is_a_usage_error(db: str) -> None:
     assert result.exit_code == 2, explain(result)
     assert run_id in result.output
     assert "already ended" in flat(result.output)
+    assert f"teamgraph show {run_id[:12]}" in flat(result.output)  # where its answer is
     assert not of_type([event_from_json(x) for x in result.stdout.splitlines()], Resumed)
+
+    shown = invoke("show", run_id[:12], "--db", db)
+    assert shown.exit_code == 0, explain(shown)
+    assert f"run {run_id}" in shown.output and "status: completed" in shown.output
+    assert "step summary [done] writer" in shown.output
+    assert events[-1].output.splitlines()[0] in shown.output  # the answer
+    assert "usage: " in shown.output
 
 
 # --- templates ------------------------------------------------------------------------------------
@@ -328,6 +337,8 @@ def test_templates_also_lists_the_team_templates_dirs(tmp_path: Path) -> None:
     assert "gather → decide" in result.stdout
     for name in BUILTIN_TEMPLATES:
         assert name in result.stdout
+    # the team has no coder or writer: those templates are listed as what it cannot run
+    assert "not code_review: needs coder, critic, writer" in flat(result.stdout)
 
 
 # --- ingest ---------------------------------------------------------------------------------------
@@ -335,6 +346,22 @@ INGEST = re.compile(
     r"indexed (\d+) file\(s\), (\d+) unchanged, (\d+) removed; (\d+) chunk\(s\) "
     r"written; (\d+) chunk\(s\) in the index"
 )
+
+
+def test_knowledge_lists_and_removes_what_ingest_indexed(db: str) -> None:
+    assert invoke("ingest", KNOWLEDGE, "--db", db).exit_code == 0
+    listed = invoke("knowledge", "list", "--db", db)
+    assert listed.exit_code == 0, explain(listed)
+    files = sorted(p.name for p in KNOWLEDGE.glob("*.md"))
+    assert "searched by every team's runs" in flat(listed.stdout)
+    assert all(name in listed.stdout for name in files)
+
+    missing = invoke("knowledge", "remove", "9999", "--db", db)
+    assert missing.exit_code == 2 and "no document '9999' in shared" in flat(missing.output)
+    removed = invoke("knowledge", "remove", KNOWLEDGE, "--db", db)
+    assert removed.exit_code == 0, explain(removed)
+    assert f"removed {len(files)} document(s) from shared; 0 chunk(s) left" in flat(removed.stdout)
+    assert "shared: 0 document(s)" in flat(invoke("knowledge", "list", "--db", db).stdout)
 
 
 def test_ingest_indexes_files_then_skips_unchanged_ones(db: str) -> None:
@@ -348,6 +375,7 @@ def test_ingest_indexes_files_then_skips_unchanged_ones(db: str) -> None:
     assert second.exit_code == 0, explain(second)
     one, two = INGEST.search(flat(first.stdout)), INGEST.search(flat(second.stdout))
     assert one is not None, first.stdout
+    assert "every team's runs search them" in flat(first.stdout)  # says who will see them
     assert two is not None, second.stdout
     indexed, unchanged, removed, written, total = map(int, one.groups())
     assert (indexed, unchanged, removed) == (files, 0, 0)
@@ -437,6 +465,32 @@ def test_the_example_teams_ship_with_the_package_and_run_by_name(tmp_path: Path)
     events = [event_from_json(line) for line in done.stdout.splitlines()]
     assert isinstance(events[0], RunStarted) and events[0].team == "notebook"
     assert "postgresql.md" in events[-1].output  # its knowledge came along
+
+
+def test_serve_on_a_port_in_use_is_one_line_and_a_usage_error(tmp_path: Path) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = teamgraph(
+            tmp_path, "serve", "--port", str(port), "--db", f"sqlite:///{tmp_path}/s.db"
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use — choose another "
+        "with --port (or --host)"
+    )
+
+
+def test_a_team_is_named_by_its_yaml_name_or_its_file_name(tmp_path: Path) -> None:
+    """One name per team: `-t assistant` (its `name:`, as runs and the API show it) and, for
+    compatibility, `-t single` (its file's name) are the same team; a near miss is suggested."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/t.db")
+    assert _team("assistant", settings).spec.name == "assistant"
+    assert _team("single", settings).spec.name == "assistant"
+    assert _team("helpdesk", settings).spec.name == _team("swarm", settings).spec.name
+    with pytest.raises(UsageError, match=r"did you mean 'helpdesk'.*teams: assistant"):
+        _team("helpdsk", settings)
 
 
 @pytest.mark.parametrize(
@@ -539,6 +593,32 @@ def test_ctrl_c_cancels_and_says_the_resume_command(tmp_path: Path) -> None:
     released.touch()
     resumed = teamgraph(tmp_path, "resume", short, "--events", "jsonl", "--db", db, env=env)
     assert resumed.returncode == 0, resumed.stderr
+
+
+def test_ctrl_c_at_the_approval_prompt_stops_the_first_time(tmp_path: Path) -> None:
+    """The prompt blocks the event loop, whose own Ctrl-C handler acted only after it: the
+    first Ctrl-C was lost. Now it stops at once; the run waits for its answer."""
+    args = [sys.executable, "-m", "teamgraph", "run", "-t", "notebook", "--events", "jsonl"]
+    db = f"sqlite:///{tmp_path}/p.db"
+    with subprocess.Popen(
+        [*args, "--db", db, "Save a note: Redis keeps data in memory"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stderr is not None
+        said = b""
+        while b"approve, reject or edit" not in said:  # the prompt is up (no newline after it)
+            chunk = os.read(process.stderr.fileno(), 4096)
+            assert chunk, said
+            said += chunk
+        process.send_signal(signal.SIGINT)  # once
+        _, err = process.communicate(timeout=PROCESS_CEILING_S)
+    assert process.returncode == 130, err
+    assert b"waits: stopped at the prompt (Ctrl-C); continue it with: teamgraph resume" in err
+    assert b"Traceback" not in err
 
 
 def test_a_run_without_a_plan_shows_its_agents(db: str) -> None:

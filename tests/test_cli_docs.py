@@ -53,7 +53,7 @@ def _rows() -> dict[str, str]:
         cell = re.match(r"\| `teamgraph ([^`]*)`", line)
         if cell:
             words = [w for w in cell.group(1).split() if re.fullmatch(r"[a-z]+", w)]
-            command = " ".join(words[:2]) if words[:1] == ["db"] else words[0]
+            command = " ".join(words[:2]) if words[0] in ("db", "knowledge") else words[0]
             rows[command] = cell.group(1)
     return rows
 

@@ -84,3 +84,26 @@ def test_example_answers_its_demo_request_from_its_tools(team: Path, tmp_path: P
         assert " ".join(passage.split())[:60] in found, passage
     subject = {w for w in re.findall(r"[A-Za-z]{5,}", request)} - {"Compare", "How", "Find"}
     assert any(word.lower() in answer.lower() for word in subject), answer
+
+
+EVERYDAY = (
+    "How does MongoDB secure access?",
+    "Write a short summary of Redis persistence options",
+    "What are the security risks of running MongoDB without authentication?",
+)
+
+
+@pytest.mark.parametrize("team", TEAMS, ids=[t.stem for t in TEAMS])
+def test_everyday_requests_are_answered_from_the_team_knowledge(team: Path, tmp_path: Path) -> None:
+    """Whoever the request reaches (a writer without tools included), the answer quotes the
+    team's documents — never an empty-handed "nothing was available"."""
+    db = f"sqlite:///{tmp_path}/ex.db"
+    for request in EVERYDAY:
+        result = CliRunner().invoke(
+            app, ["run", "-t", str(team), "--db", db, "--events", "jsonl", "--no-input", request]
+        )
+        assert result.exit_code == 0, result.output
+        events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        answer = events[-1]["output"]
+        assert "I can't answer this yet" not in answer, (request, answer)
+        assert re.search(r"\b(?:mongodb|redis)\.md\b", answer), (request, answer)

@@ -21,8 +21,11 @@ from pydantic import BaseModel
 from teamgraph import prompts
 from teamgraph.brief import Brief, Member, briefed
 from teamgraph.knowledge import KnowledgeBase
+from teamgraph.llm._comparison import comparison_answer
+from teamgraph.llm._extractive import Source, relevant
 from teamgraph.llm.offline import OfflineChatModel
 from teamgraph.plan import Plan, PlanRules
+from teamgraph.planning.request_structure import parse_comparison
 from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
 from teamgraph.specs.builtin import BUILTIN_WORKERS
 from teamgraph.tools.search_docs import make_search_docs_tool
@@ -384,3 +387,58 @@ def test_a_note_is_saved_as_written() -> None:
     assert args == {"text": "Redis keeps data in memory"}
     query = {"properties": {"query": {"type": "string"}}, "required": ["query"]}
     assert fill_arguments(query, "Find how Redis persists data")["query"] == "Redis persists data"
+
+
+# --- answers worth reading (issue 33) --------------------------------------------------------
+def test_without_material_the_answer_says_what_it_would_need(model: OfflineChatModel) -> None:
+    with briefed(Brief(role="agent", request="hello", task="hello")):
+        reply = model.invoke([HumanMessage("hello")])
+    assert "No documents, tool results or previous steps were available" not in reply.text
+    assert "search_docs" in reply.text and "knowledge" in reply.text
+
+
+def test_a_passage_that_only_names_the_subject_is_not_quoted() -> None:
+    sources = [
+        Source("mongodb.md — MongoDB", "MongoDB is a document database that scales out."),
+        Source("mongodb.md — MongoDB > Security", "MongoDB security needs authorization on."),
+    ]
+    kept = relevant("What does MongoDB security need?", sources)
+    assert [s.label for s in kept] == ["mongodb.md — MongoDB > Security"]
+
+
+def test_a_comparison_summary_covers_every_entity_and_aspect_with_verdicts() -> None:
+    comparison = parse_comparison("Compare Redis, Memcached and MySQL on cost and speed")
+    assert comparison is not None
+    sources = [
+        Source("redis.md > Cost", "Redis is free and open-source under a permissive licence."),
+        Source("memcached.md > Cost", "Memcached costs nothing but needs extra ops work."),
+        Source("redis.md > Speed", "Redis is fast: reads take under a millisecond."),
+        Source("memcached.md > Speed", "Memcached is slow to warm after a restart."),
+    ]
+    answer = comparison_answer(comparison, sources)
+    assert "| aspect | Redis | Memcached | MySQL | verdict |" in answer
+    assert "### Cost" in answer and "### Speed" in answer and "### Conclusion" in answer
+    assert "- **MySQL**: no passage found." in answer  # a third entity is never dropped
+    assert "Redis ahead" in answer and "(redis.md > Speed)" in answer
+
+
+def test_the_closing_step_of_a_comparison_plan_names_its_comparison() -> None:
+    from teamgraph.planning.routing import WorkerInfo
+    from teamgraph.planning.rules import comparison_in_task, decompose
+
+    workers = [WorkerInfo(s.name, s.description) for s in BUILTIN_WORKERS.values()]
+    for request in ("Compare A1 and B2 on cost and speed", "比较 A1 和 B2 的成本和速度"):
+        plan = decompose(request, workers)
+        found = comparison_in_task(plan.steps[-1].task)
+        assert found is not None
+        assert (list(found.entities), list(found.aspects)) == (plan.entities, plan.aspects)
+
+
+def test_a_template_task_searches_with_the_request_it_serves() -> None:
+    from teamgraph.llm._extractive import search_query
+
+    task = (
+        "Research the topic of the request. Gather the key facts and name their sources."
+        "\n\nUser's original request: What are Redis persistence options?"
+    )
+    assert search_query(task) == "Redis persistence options"

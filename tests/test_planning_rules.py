@@ -394,3 +394,78 @@ def test_ranked_templates_prefer_regex_then_alphabetical() -> None:
     assert best("deploy it", {"alpha": by_keyword, "zeta": by_regex}) is by_regex
     twin = make("beta", ["deploy"], [])
     assert best("deploy it", {"beta": twin, "alpha": by_keyword}) is by_keyword
+
+
+# --- requests said in other words (issue 33) -------------------------------------------------
+@pytest.mark.parametrize(
+    ("request_text", "entities", "aspects"),
+    [
+        ("Between Go and Java, which one has better tooling?", ["Go", "Java"], ["tooling"]),
+        ("Compare Ansible and Chef and pick one", ["Ansible", "Chef"], []),
+        ("Nginx vs Apache：性能、配置难度", ["Nginx", "Apache"], ["性能", "配置难度"]),
+        ("Sony A7 IV vs Canon R6 — autofocus, video", ["Sony A7 IV", "Canon R6"],
+         ["autofocus", "video"]),
+        ("MongoDB or Cassandra for time-series data?", ["MongoDB", "Cassandra"], []),
+        ("Is Postgres faster than MySQL for analytics?", ["Postgres", "MySQL"], []),
+        ("How do Docker and Podman differ in security?", ["Docker", "Podman"], ["security"]),
+        ("We're torn between Bali and Phuket for our honeymoon", ["Bali", "Phuket"], []),
+        ("Slack 和 Teams 有什么不一样？", ["Slack", "Teams"], []),
+        ("北京同上海嘅天气有咩唔同？", ["北京", "上海"], ["天气"]),
+    ],
+)  # fmt: skip
+def test_comparisons_said_in_other_words(
+    request_text: str, entities: list[str], aspects: list[str]
+) -> None:
+    parsed = parse_comparison(request_text)
+    assert parsed is not None
+    assert (list(parsed.entities), list(parsed.aspects)) == (entities, aspects)
+
+
+def test_a_step_list_before_then_is_split_at_its_verbs() -> None:
+    plan = decompose(
+        "Find the latest figures, compute the growth rate, then draft a summary", WORKERS
+    )
+    assert [s.worker for s in plan.steps] == ["researcher", "analyst", "writer"]
+    plan = decompose("Step 1: collect the data. Step 2: write the report.", WORKERS)
+    assert [s.task for s in plan.steps] == ["collect the data", "write the report"]
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ("Project the fixed and variable costs of a food truck", "analyst"),  # not a fix
+        ("Review my cover letter for a software engineer position", "critic"),  # not code
+        ("Explain Raft consensus", "researcher"),  # not the coder who "explains" code
+        ("帮我看看这份合同有什么问题", "critic"),
+    ],
+)
+def test_routing_reads_what_is_asked(task: str, expected: str) -> None:
+    assert route(task, WORKERS, "researcher") == expected
+
+
+def test_template_keywords_alone_make_no_plan() -> None:
+    """ "review" is a keyword of code_review, but a review of a poem is no code review."""
+    decision = plan_by_rules("Review this poem for rhythm", WORKERS, "researcher", _templates())
+    assert decision.tier != "template"
+
+
+def _templates() -> dict[str, Template]:
+    return load_templates([BUILTIN_TEMPLATES_DIR])
+
+
+def test_a_worker_that_cannot_search_gets_the_findings_of_one_that_can() -> None:
+    team = [
+        WorkerInfo("researcher", "Finds facts in documents and sources.", searches=True),
+        WorkerInfo("writer", "Writes summaries and reports."),
+    ]
+    asked = "Write a short summary of how MongoDB secures access"
+    plan = plan_by_rules(asked, team, "researcher", {}).plan
+    assert [(s.id, s.worker, s.depends_on) for s in plan.steps] == [
+        ("find_material", "researcher", []),
+        ("task", "writer", ["find_material"]),
+    ]
+    assert plan.steps[1].task == asked
+    # material the request brings is worked on as given; without a searcher, nothing to add
+    assert len(plan_by_rules("Summarize this article", team, "researcher", {}).plan.steps) == 1
+    alone = [WorkerInfo("writer", "Writes summaries and reports.")]
+    assert len(plan_by_rules(asked, alone, "writer", {}).plan.steps) == 1

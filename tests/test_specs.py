@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,41 @@ def test_retry_is_a_team_setting_and_its_old_place_is_still_read() -> None:
         team_from_dict(
             {"name": "t", "members": ["writer"], "retry": retry, "workflow": {"retry": retry}}
         )
+
+
+def test_every_error_of_a_file_at_once_with_line_and_column(tmp_path: Path) -> None:
+    """The misspelt field comes first, with a suggestion; the error it causes ("members" is
+    missing) and the file's other errors follow, each at its line and column."""
+    bad = tmp_path / "team.yaml"
+    bad.write_text(
+        "name: t\nmemebers: [researcher]\nworkflow:\n  max_paralel: 3\n  fail_fast: sometimes\n"
+    )
+    with pytest.raises(SpecError) as info:
+        load_team_file(bad, TOOLS)
+    assert str(info.value).splitlines() == [
+        f"{bad}:2:1: memebers: unknown field (did you mean 'members'?)",
+        f"{bad}:4:3: workflow.max_paralel: unknown field (did you mean 'max_parallel'?)",
+        f"{bad}:1:1: members: Field required",
+        f"{bad}:5:3: workflow.fail_fast: Input should be a valid boolean, unable to interpret "
+        "input (got 'sometimes')",
+    ]
+
+
+def test_unknown_workers_and_tools_are_all_reported(tmp_path: Path) -> None:
+    bad = tmp_path / "team.yaml"
+    bad.write_text(
+        "name: t\nmembers:\n  - wrtier\n  - name: a\n    description: d\n    tools: [sql, nope]\n"
+    )
+    with pytest.raises(SpecError) as info:
+        load_team_file(bad, TOOLS)
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith(f"{bad}:3:5: members[0]: unknown worker 'wrtier' (did you mean")
+    assert lines[1].startswith(f"{bad}:6:13: members[1].tools[0]: unknown tool 'sql'")
+    assert lines[2].startswith(f"{bad}:6:18: members[1].tools[1]: unknown tool 'nope'")
+
+
+def test_a_yaml_syntax_error_keeps_its_line_and_column(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: t\nmembers: [researcher\nmodel: offline\n")
+    with pytest.raises(SpecError, match=rf"^{re.escape(str(broken))}:\d+:\d+: not valid YAML"):
+        load_team_file(broken)

@@ -34,10 +34,12 @@ Purpose = Literal["", "outline", "research", "draft", "review"]  # collaborative
 
 @dataclass(frozen=True)
 class Member:
-    """A worker or member the caller may choose from."""
+    """A worker or member the caller may choose from (``searches``: it has a tool to find
+    documents)."""
 
     name: str
     description: str
+    searches: bool = False
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,11 @@ if TYPE_CHECKING:  # the heavy modules load inside the commands: `--help` stays 
 
     from teamgraph.config import Settings
     from teamgraph.events import Event, RunStatus
+    from teamgraph.result import RunResult
     from teamgraph.runtime.runner import Runner
     from teamgraph.runtime.team import Team
     from teamgraph.runtime.view import RunView
+    from teamgraph.storage.models import RunRow
 
 app = typer.Typer(
     help="Run durable, streamed, cost-tracked teams of AI agents.",
@@ -118,25 +120,58 @@ def _fail(exc: BaseException) -> typer.Exit:
 
 
 def _team(value: str, settings: Settings) -> Team:
-    """``--team``: a YAML file, or the name of a team in the teams folders (the example teams
-    shipped with the package by default)."""
+    """``--team``: a YAML file, or a team of the teams folders (the example teams shipped with
+    the package by default) by its name (``name:`` in its file, as runs, the workspace and the
+    API show it) or, for compatibility, by its file's name."""
     from teamgraph.runtime.team import Team
 
-    path = Path(value)
-    if path.suffix not in (".yaml", ".yml") and not path.exists():
-        found = [
-            Path(d) / f"{value}{ext}" for d in settings.teams_dirs for ext in (".yaml", ".yml")
-        ]
-        named = next((f for f in found if f.is_file()), None)
-        if named is None:
-            raise UsageError(
-                f"--team {value}: no such file, and no team {value!r} in "
-                f"{', '.join(settings.teams_dirs)}"
-            )
-        path = named
+    path = _team_file(value, settings)
     if path.is_dir():
         raise UsageError(f"--team {value}: a folder; name a team's YAML file")
     return Team.from_yaml(path, settings=settings)
+
+
+def _team_file(value: str, settings: Settings) -> Path:
+    path = Path(value)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    named = _teams_by_name(settings)
+    if value in named:
+        return named[value]
+    stems = {f.stem: f for f in named.values()}
+    if value in stems:
+        return stems[value]
+    import difflib
+
+    near = difflib.get_close_matches(value, [*named, *stems], n=1)
+    hint = f" — did you mean {near[0]!r}?" if near else ""
+    raise UsageError(
+        f"--team {value}: no such file, and no team {value!r} in "
+        f"{', '.join(settings.teams_dirs)}{hint} (teams: {', '.join(sorted(named))})"
+    )
+
+
+def _teams_by_name(settings: Settings) -> dict[str, Path]:
+    """The YAML files of the teams folders by the ``name:`` each declares (a later folder's
+    team overrides an earlier one's, as the server loads them); a file that does not read as a
+    team is left to the loader to report when it is asked for."""
+    import yaml
+
+    found: dict[str, Path] = {}
+    for folder in settings.teams_dirs:
+        for file in sorted(Path(folder).glob("*.y*ml")) if Path(folder).is_dir() else []:
+            try:
+                raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError):
+                continue
+            name = raw.get("name") if isinstance(raw, dict) else None
+            found[name if isinstance(name, str) and name else file.stem] = file
+    return found
+
+
+def _team_name(value: str, settings: Settings) -> str:
+    """The name of the team ``--team value`` means (its YAML ``name:``)."""
+    return _team(value, settings).spec.name
 
 
 @app.command()
@@ -145,7 +180,9 @@ def run(
     team: Annotated[
         str,
         typer.Option(
-            "--team", "-t", help="Team YAML file, or the name of a team (research, notebook, …)."
+            "--team",
+            "-t",
+            help="Team YAML file, or the name of a team (research, assistant, helpdesk, …).",
         ),
     ] = "research",
     template: Annotated[str | None, typer.Option(help="Workflow template to plan with.")] = None,
@@ -229,7 +266,7 @@ def resume(
             from teamgraph.cli_pauses import ask
 
             pending = await runner.pending(run_id)  # a paused run: ask here, as `run` does
-            chosen = ask(_err(), pending) if pending else options
+            chosen = _prompt(ask, pending) if pending else options
         async for event in runner.resume_stream(run_id, **chosen):
             yield event
 
@@ -255,19 +292,44 @@ def diff(
 
 
 async def _diff(settings: Settings, first: str, second: str) -> str:
-    from teamgraph.runtime.backend import open_backend
     from teamgraph.runtime.diff import diff_runs
+
+    one, other = await _stored_results(settings, first, second)
+    return diff_runs(one[1], other[1])
+
+
+async def _stored_results(settings: Settings, *given: str) -> list[tuple[RunRow, RunResult]]:
+    """The stored runs ``given`` (ids or unambiguous prefixes), each with its result."""
+    from teamgraph.runtime.backend import open_backend
     from teamgraph.runtime.runner import Runner
     from teamgraph.runtime.team import Team
     from teamgraph.specs.loader import team_from_dict
 
     async with open_backend(settings) as backend:
-        results = []
-        for given in (first, second):
-            row = await backend.runs.get(await backend.runs.resolve(given))
+        found = []
+        for run in given:
+            row = await backend.runs.get(await backend.runs.resolve(run))
             team = Team(team_from_dict(row.team_spec, source=f"run {row.id}"), settings=settings)
-            results.append(await Runner(team.spec, backend, team.config).result(row.id))
-    return diff_runs(*results)
+            found.append((row, await Runner(team.spec, backend, team.config).result(row.id)))
+    return found
+
+
+@app.command()
+def show(
+    run_id: Annotated[str, typer.Argument(help="Id of a run, or any unambiguous prefix.")],
+    db: DbOption = None,
+) -> None:
+    """Print a stored run: its request, status, steps, answer and cost."""
+    from teamgraph.runtime.diff import describe
+
+    settings = _settings(db)
+    try:
+        [(row, result)] = _run_async(_stored_results(settings, run_id))
+    except TeamgraphError as exc:
+        raise _fail(exc) from None
+    print(f"run {row.id} · team {row.team_name} · {row.created_at:%Y-%m-%d %H:%M}")
+    print(f"request: {row.input}")
+    print("\n".join(describe(result)))
 
 
 async def _get_run(settings: Settings, given: str) -> tuple[str, dict[str, Any]]:
@@ -300,13 +362,20 @@ def _drive(
     interactive: bool = True,
 ) -> int:
     from teamgraph.runtime.view import RunView
+    from teamgraph.status import FINISHED
 
     if mode not in ("table", "jsonl"):
         raise _fail(UsageError(f"--events must be 'table' or 'jsonl', not {mode!r}"))
     view = RunView()
     try:
         _run_async(_execute(team, source, view, mode, interactive))
+    except PromptStopped:  # before KeyboardInterrupt: the run waits, nothing was cancelled
+        return _stopped(view, "waits: stopped at the prompt (Ctrl-C)", 130)
     except KeyboardInterrupt:
+        if view.status in FINISHED:  # it ended as Ctrl-C came: it is not cancelled
+            if mode == "table":
+                _report(view)
+            return EXIT.get(view.status, 1)
         return _stopped(view, "cancelled (Ctrl-C)", 130)
     except EOFError:
         return _stopped(view, "waits: the input ended before an answer", EXIT["interrupted"])
@@ -315,6 +384,26 @@ def _drive(
     if mode == "table":
         _report(view)
     return EXIT.get(view.status, 1)
+
+
+class PromptStopped(Exception):
+    """Ctrl-C at a prompt: the run waits for its answer."""
+
+
+def _prompt(
+    ask: Callable[[Console, list[dict[str, Any]]], dict[str, Any]], pending: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Ask in the terminal; Ctrl-C stops at once. (The event loop's own Ctrl-C handler only
+    cancels its task once the blocking prompt returns: the first Ctrl-C was lost.)"""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return ask(_err(), pending)
+    except KeyboardInterrupt:
+        raise PromptStopped from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 async def _execute(
@@ -334,7 +423,8 @@ async def _execute(
             if not interactive:
                 _err().print(how_to_resume(view.run_id, pending), markup=False)
                 return
-            await _consume(runner.resume_stream(view.run_id, **ask(_err(), pending)), view, mode)
+            answer = _prompt(ask, pending)
+            await _consume(runner.resume_stream(view.run_id, **answer), view, mode)
 
 
 async def _consume(events: AsyncIterator[Event], view: RunView, mode: str) -> None:
@@ -464,6 +554,7 @@ def serve(
     try:  # the teams and the database first: a mistake is one line, not a start-up traceback
         if workers is not None:
             settings.require_postgres("--workers")
+        _port_free(host, port)
         _run_async(_preflight(settings))
     except TeamgraphError as exc:
         raise _fail(exc) from None
@@ -539,6 +630,21 @@ def worker(
         raise _fail(exc) from None
     os.environ.setdefault("TEAMGRAPH_JSON_LOGS", "true")
     run_worker(settings)
+
+
+def _port_free(host: str, port: int) -> None:
+    """Raise :class:`UsageError` when ``host:port`` cannot be bound (in use, or not ours)."""
+    import os
+    import socket
+
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {why} — choose another with --port (or --host)"
+        ) from None
 
 
 async def _preflight(settings: Settings) -> None:
@@ -625,30 +731,45 @@ async def _list_runs(settings: Settings, limit: int) -> list[list[str]]:
 @app.command()
 def templates(
     team: Annotated[
-        Path | None, typer.Option("--team", "-t", help="Also list the team's templates_dirs.")
+        str | None,
+        typer.Option(
+            "--team",
+            "-t",
+            help="Only the templates this team can run (and its templates_dirs' too).",
+        ),
     ] = None,
 ) -> None:
-    """List the workflow templates the planner knows."""
+    """List the workflow templates the planner knows (with --team: those the team can run, and
+    why the others cannot)."""
     from rich.table import Table
     from rich.text import Text
 
-    from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates
+    from teamgraph.planning.templates import BUILTIN_TEMPLATES_DIR, load_templates, misfit
 
     settings = _settings(None)
     dirs: list[str | Path] = [BUILTIN_TEMPLATES_DIR, *settings.templates_dirs]
     try:
-        if team is not None:
-            dirs += _team(str(team), settings).spec.workflow.templates_dirs
+        chosen = _team(team, settings) if team is not None else None
+        if chosen is not None:
+            dirs += chosen.spec.workflow.templates_dirs
         found = load_templates(dirs)
     except TeamgraphError as exc:
         raise _fail(exc) from None
-    table = Table(title="templates")
+    members = [m.name for m in chosen.spec.members] if chosen is not None else []
+    unfit = {name: misfit(tpl, members) for name, tpl in found.items()} if chosen else {}
+    title = f"templates team {chosen.spec.name!r} can run" if chosen else "templates"
+    table = Table(title=title)
     table.add_column("name")
     table.add_column("description")
     table.add_column("steps")
     for name, tpl in sorted(found.items()):
-        table.add_row(Text(name), Text(tpl.description), Text(" → ".join(s.id for s in tpl.steps)))
+        if not unfit.get(name):
+            steps = " → ".join(s.id for s in tpl.steps)
+            table.add_row(Text(name), Text(tpl.description), Text(steps))
     _out().print(table)
+    for name, why in sorted(unfit.items()):
+        if why:
+            _out().print(f"not {name}: {why.removeprefix(f'template {name!r} ')}", soft_wrap=True)
 
 
 @app.command()
@@ -666,15 +787,99 @@ def ingest(
 
     try:
         settings = _settings(db)
+        collection = team_collection(_team_name(team, settings)) if team else SHARED
         kb = KnowledgeBase(settings.sqlite_path, settings)
-        report = kb.ingest(paths, team_collection(team) if team else SHARED)
+        report = kb.ingest(paths, collection)
     except (OSError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
+    who = (
+        f"runs of team {_team_name(team, settings)!r} search them"
+        if team
+        else "every team's runs search them (the shared collection; --team NAME keeps them to "
+        "one team)"
+    )
     _out().print(
         f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
         f"{report.files_removed} removed; {report.chunks} chunk(s) written; "
-        f"{kb.count()} chunk(s) in the index"
+        f"{kb.count()} chunk(s) in the index; {who}",
+        soft_wrap=True,
     )
+
+
+knowledge_app = typer.Typer(
+    help="The documents `ingest` indexed: list them, remove them.", no_args_is_help=True
+)
+app.add_typer(knowledge_app, name="knowledge")
+TeamOption = Annotated[
+    str | None,
+    typer.Option("--team", "-t", help="That team's documents (default: the shared ones)."),
+]
+
+
+def _collection(team: str | None, settings: Settings) -> str:
+    from teamgraph.knowledge import SHARED
+    from teamgraph.runtime.runner import team_collection
+
+    return team_collection(_team_name(team, settings)) if team else SHARED
+
+
+@knowledge_app.command("list")
+def knowledge_list(team: TeamOption = None, db: DbOption = None) -> None:
+    """The documents of the shared collection (every team's runs search it) or of a team's."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from teamgraph.knowledge import KnowledgeBase
+
+    try:
+        settings = _settings(db)
+        collection = _collection(team, settings)
+        documents = KnowledgeBase(settings.sqlite_path, settings).documents(collection)
+    except (OSError, TeamgraphError, ValueError) as exc:
+        raise _fail(exc) from None
+    searched = f"team {team!r}'s runs" if team else "every team's runs"
+    table = Table(title=f"{collection}: {len(documents)} document(s), searched by {searched}")
+    for column in ("id", "name", "source", "chunks", "added"):
+        table.add_column(column)
+    for d in documents:
+        table.add_row(str(d.id), Text(d.name), Text(d.source), str(d.chunks), d.added_at[:16])
+    _out().print(table)
+
+
+@knowledge_app.command("remove")
+def knowledge_remove(
+    what: Annotated[
+        list[str], typer.Argument(help="Document ids, or files and folders as ingested.")
+    ],
+    team: TeamOption = None,
+    db: DbOption = None,
+) -> None:
+    """Remove documents from the shared collection (or a team's): by id, or every document
+    ingested from a file or folder."""
+    from teamgraph.knowledge import KnowledgeBase
+
+    try:
+        settings = _settings(db)
+        collection = _collection(team, settings)
+        kb = KnowledgeBase(settings.sqlite_path, settings)
+        documents = kb.documents(collection)
+        chosen = {d.id for item in what for d in documents if _names(item, d.id, d.source)}
+        missing = [i for i in what if not any(_names(i, d.id, d.source) for d in documents)]
+        if missing:
+            raise UsageError(f"no document {', '.join(map(repr, missing))} in {collection}")
+        for document_id in sorted(chosen):
+            kb.delete(collection, document_id)
+    except (OSError, TeamgraphError, ValueError) as exc:
+        raise _fail(exc) from None
+    _out().print(f"removed {len(chosen)} document(s) from {collection}; {kb.count()} chunk(s) left")
+
+
+def _names(item: str, document_id: int, source: str) -> bool:
+    """Whether ``item`` (an id, or a file or folder) names the document."""
+    if item == str(document_id):
+        return True
+    where = Path(item).resolve()
+    return Path(source) == where or Path(source).is_relative_to(where)
 
 
 if __name__ == "__main__":

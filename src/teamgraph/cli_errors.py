@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from teamgraph.errors import RunNotFound, TeamgraphError, UsageError
+from teamgraph.errors import RunNotFound, SpecError, TeamgraphError, UsageError
 
 USAGE, FAILURE = 2, 1
 _DRIVERS = ("sqlalchemy.", "asyncpg.", "psycopg", "sqlite3", "aiosqlite")
@@ -26,7 +26,10 @@ def debugging() -> bool:
 
 
 def explain(exc: BaseException, database_url: str = "") -> Failure:
-    """The one line and the exit code for ``exc``."""
+    """The one line and the exit code for ``exc`` (a spec's errors: one line each, all of them)."""
+    if isinstance(exc, SpecError) and len(lines := str(exc).strip().splitlines()) > 1:
+        listed = "\n".join(f"  {line}" for line in lines)
+        return Failure(f"{len(lines)} errors in the team's spec:\n{listed}", USAGE)
     if isinstance(exc, TeamgraphError):  # an unknown run id is the caller's mistake too
         usage = isinstance(exc, UsageError | RunNotFound)
         return Failure(_first_line(exc), USAGE if usage else FAILURE)

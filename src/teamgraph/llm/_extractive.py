@@ -42,10 +42,13 @@ def _task_terms() -> frozenset[str]:
 
 
 def search_query(task: str) -> str:
-    """A keyword query for a search tool: the task's first line without instruction words —
-    and, when the user answered a clarifying question, the answer's words first (the
-    request alone was too vague to search with)."""
-    original, answers = split_clarified(task.split("\n\nUser's original request:")[0])
+    """A keyword query for a search tool: the task's first line without instruction words (the
+    user's request, for a template's task that names it) — and, when the user answered a
+    clarifying question, the answer's words first (the request alone was too vague to search
+    with)."""
+    head, marker, asked = task.partition("\n\nUser's original request:")
+    # a template's task is the template's wording: the request it serves says what to find
+    original, answers = split_clarified(asked.strip() if marker and asked.strip() else head)
     first = original.strip().splitlines()[0] if original.strip() else ""
     lines = [a.splitlines()[0] for a in reversed(answers) if a] + [first]
     words = [w for line in lines for w in re.findall(r"[\w.+#-]+", line)]
@@ -109,15 +112,48 @@ def best_sentences(question: str, source: Source, limit: int) -> list[str]:
     return [sentence for _, sentence, _ in sorted(picked)]
 
 
+def nothing_to_go_on(question: str) -> str:
+    """The honest answer without any material: what the offline model would need."""
+    del question  # not repeated: a member's task may carry notes meant for it, not the user
+    return (
+        OFFLINE_NOTICE.format(n=0)
+        + "\n\nI can't answer this yet: the offline model answers only from what it is "
+        "given — the team's documents, tool results or earlier steps — and nothing on this "
+        "request reached me. Ask about a subject the team's documents cover (a member with "
+        "`search_docs` searches its `knowledge:`), paste the text to work on into the request, "
+        "or use a language model (`model:` in the team file)."
+    )
+
+
+def relevant(question: str, sources: list[Source], per_source: int = 2) -> list[Source]:
+    """The sources worth quoting for ``question``: those whose label and best sentences cover
+    more than half of what the best source covers of the question's subject words (a passage
+    that only names the subject — "MongoDB is a document database" for a question on its
+    security — is filler), leaving out a source that only restates the question (a plan that
+    is the request). The question is its first paragraph (what follows instructs). When no
+    source shares a word with the question, all of them."""
+    question = question.strip().split("\n\n", 1)[0]
+    wanted = content_terms(question)
+    if not wanted:
+        return sources
+    scored = []
+    for source in sources:
+        if content_terms(" ".join(sentences(source.text))) <= wanted:
+            continue  # says nothing the question does not
+        text = " ".join([source.label, *best_sentences(question, source, per_source)])
+        scored.append((source, len(wanted & content_terms(text)) / len(wanted)))
+    best = max((share for _, share in scored), default=0.0)
+    if best <= 0:
+        return sources
+    return [source for source, share in scored if share > best / 2]
+
+
 def extractive_answer(question: str, sources: list[Source], per_source: int = 2) -> str:
-    """A markdown answer quoting the most relevant sentences of each source, labelled."""
+    """A markdown answer quoting the most relevant sentences of each relevant source, labelled."""
     if not sources:
-        return (
-            OFFLINE_NOTICE.format(n=0)
-            + "\n\nNo documents, tool results or previous steps were available to answer: "
-            + question.strip().splitlines()[0]
-        )
+        return nothing_to_go_on(question)
     sections, used = [], set()
+    sources = relevant(question, sources, per_source)
     for source in sources:
         picked = best_sentences(question, source, per_source) or sentences(source.text)[:1]
         picked = [s for s in picked if s not in used]  # a sentence is quoted once
@@ -126,3 +162,20 @@ def extractive_answer(question: str, sources: list[Source], per_source: int = 2)
             sections.append(f"**{source.label}**: " + " ".join(picked))
     body = "\n\n".join(sections) or "The sources did not contain text relevant to the task."
     return OFFLINE_NOTICE.format(n=len(sources)) + "\n\n" + body
+
+
+_LABELLED = re.compile(r"^\*\*(.+?)\*\*:\s*(.+)$", re.DOTALL)
+_NOTICE = OFFLINE_NOTICE.split("{", 1)[0]
+
+
+def quoted_sources(author: str, text: str) -> list[Source]:
+    """An answer as sources: its ``**label**: text`` paragraphs keep their labels (an offline
+    member quotes its sources that way); other paragraphs are ``author``'s own."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        labelled = _LABELLED.match(paragraph.strip())
+        if labelled:
+            found.append(Source(labelled.group(1), labelled.group(2)))
+        elif paragraph.strip() and not paragraph.startswith(_NOTICE):
+            found.append(Source(author, paragraph.strip()))
+    return found

@@ -1,9 +1,9 @@
 """The offline model as a supervisor: delegate the request to the member whose description fits
-it best, then finish with an extractive answer from what the picked members reported."""
+it best — among the members that can search, when there are any: the offline model answers only
+from material — then finish with an extractive answer from what the picked members reported."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 
@@ -11,18 +11,16 @@ from langchain_core.messages import AIMessage
 
 from teamgraph import prompts
 from teamgraph.brief import Brief
-from teamgraph.llm._extractive import OFFLINE_NOTICE, Source, extractive_answer
+from teamgraph.llm._extractive import extractive_answer, quoted_sources
 from teamgraph.planning.routing import WorkerInfo, route
 
-_LABELLED = re.compile(r"^\*\*(.+?)\*\*:\s*(.+)$", re.DOTALL)
-_NOTICE = OFFLINE_NOTICE.split("{", 1)[0]
 DELEGATE = "Look into this request and answer it:"  # one line: a member searches its first line
 
 
 def supervisor_reply(brief: Brief, tools: list[dict[str, Any]]) -> AIMessage:
     """A decision as a call of the bound schema: the first time (in this user turn) pick one
     member by description overlap; once the picked members answered, finish."""
-    members = [WorkerInfo(m.name, m.description) for m in brief.members]
+    members = [WorkerInfo(m.name, m.description, m.searches) for m in brief.members]
     entries = list(brief.transcript)
     users = [i for i, (speaker, _) in enumerate(entries) if speaker == prompts.USER_SPEAKER]
     request = entries[users[-1]][1] if users else brief.request
@@ -31,6 +29,9 @@ def supervisor_reply(brief: Brief, tools: list[dict[str, Any]]) -> AIMessage:
     picked = [s.removeprefix(delegated) for s, _ in turn if s.startswith(delegated)]
     if members and request and not picked:
         agent = route(request, members)
+        searchers = [m for m in members if m.searches]
+        if searchers and not any(m.name == agent and m.searches for m in members):
+            agent = route(request, searchers, searchers[0].name)  # it finds what to answer from
         decision: dict[str, Any] = {
             "picks": [{"agent": agent, "instructions": f"{DELEGATE} {request}"}],
             "finish": False,
@@ -43,7 +44,7 @@ def supervisor_reply(brief: Brief, tools: list[dict[str, Any]]) -> AIMessage:
         for speaker, text in turn:
             if speaker in names and text:
                 answers[speaker] = text  # a member's latest words: its answer
-        sources = [src for name, text in answers.items() for src in _answer_sources(name, text)]
+        sources = [src for name, text in answers.items() for src in quoted_sources(name, text)]
         decision = {
             "picks": [],
             "finish": True,
@@ -52,19 +53,6 @@ def supervisor_reply(brief: Brief, tools: list[dict[str, Any]]) -> AIMessage:
         }
     call = {"name": tools[0]["function"]["name"], "args": decision, "id": _call_id()}
     return AIMessage(content="", tool_calls=[call])
-
-
-def _answer_sources(member: str, text: str) -> list[Source]:
-    """A member's answer as sources: its ``**label**: text`` paragraphs keep their labels (an
-    offline member quotes its sources that way); other paragraphs are the member's own."""
-    sources = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        found = _LABELLED.match(paragraph.strip())
-        if found:
-            sources.append(Source(found.group(1), found.group(2)))
-        elif paragraph.strip() and not paragraph.startswith(_NOTICE):
-            sources.append(Source(member, paragraph.strip()))
-    return sources
 
 
 def _call_id() -> str:

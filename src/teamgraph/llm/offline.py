@@ -30,12 +30,21 @@ from teamgraph import prompts
 from teamgraph.brief import Brief, current_brief
 from teamgraph.llm import _collab
 from teamgraph.llm._binding import BindsTools
-from teamgraph.llm._extractive import Source, extractive_answer, search_query, split_blocks
+from teamgraph.llm._comparison import comparison_answer
+from teamgraph.llm._extractive import (
+    Source,
+    extractive_answer,
+    quoted_sources,
+    search_query,
+    split_blocks,
+)
 from teamgraph.llm._moderation import moderate
 from teamgraph.llm._protocols import codeact_reply, react_reply
 from teamgraph.llm._supervision import supervisor_reply
+from teamgraph.planning.request_structure import parse_comparison
 from teamgraph.planning.routing import WorkerInfo, overlap_score
-from teamgraph.planning.rules import decompose
+from teamgraph.planning.rules import comparison_in_task, decompose
+from teamgraph.text import split_clarified
 
 
 class OfflineChatModel(BindsTools):
@@ -117,7 +126,7 @@ def _reply(
         return moderate(brief.request, tools[0])
     if brief.role == "synthesizer":
         sources = [Source(label, text) for label, text in brief.context if text.strip()]
-        return AIMessage(content=extractive_answer(brief.request, sources))
+        return AIMessage(content=_synthesis(brief.request, sources))
     if brief.role == "supervisor" and tools:
         return supervisor_reply(brief, tools)
     if _collab.handles(brief, tools):  # collaborative outlines, drafts and review verdicts
@@ -165,7 +174,21 @@ def _agent_reply(
         if chosen is not None:
             return _call(chosen, task)
     sources = context + _tool_results(messages)
+    if context:  # a step working on earlier steps' findings: a comparison weighs them
+        return AIMessage(content=_synthesis(brief.request, sources, task))
     return AIMessage(content=extractive_answer(task, sources))
+
+
+def _synthesis(request: str, sources: list[Source], task: str | None = None) -> str:
+    """An answer from earlier findings: for a comparison, per-aspect verdicts across every
+    entity, a table and a conclusion; else the most relevant sentences of ``task``'s sources."""
+    comparison = comparison_in_task(task or "") or (
+        parse_comparison(split_clarified(request)[0]) if request else None
+    )
+    if comparison is None:
+        return extractive_answer(task or request, sources)
+    quoted = [q for source in sources for q in quoted_sources(source.label, source.text)]
+    return comparison_answer(comparison, quoted)
 
 
 def _called_tools(messages: Sequence[BaseMessage]) -> bool:

@@ -53,7 +53,7 @@ async def make_plan(request: str, ctx: RunContext, template: str | None = None) 
     team = ctx.team
     ruled = plan_by_rules(
         request,
-        [WorkerInfo(m.name, m.description) for m in team.members],
+        [WorkerInfo(m.name, m.description, m.searches) for m in team.members],
         team.default_worker,
         templates,
         max_steps=team.workflow.max_steps,

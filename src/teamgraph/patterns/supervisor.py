@@ -214,7 +214,7 @@ async def decide(ctx: RunContext, transcript: list[AnyMessage], turn: int) -> Su
     brief = Brief(
         role="supervisor",
         request=_latest_request(transcript),
-        members=tuple(Member(n, d) for n, d in _roster(team)),
+        members=tuple(Member(n, d, n in _searching(team)) for n, d in _roster(team)),
         transcript=tuple(entries),
     )
     key = JournalKey.task(ctx.task_scope(SUPERVISOR)).decision(turn)
@@ -234,6 +234,11 @@ def _latest_request(transcript: Sequence[BaseMessage]) -> str:
         if isinstance(message, HumanMessage) and not message.name:
             return message.text
     return ""
+
+
+def _searching(team: TeamSpec) -> set[str]:
+    """The members with a tool to find documents."""
+    return {m.name for m in team.members if m.searches}
 
 
 def _roster(team: TeamSpec) -> list[tuple[str, str]]:

@@ -36,17 +36,18 @@ _EN_OPENERS = (  # each names its body: the entities, with the aspects before or
 )
 _EN_VS = re.compile(r"\s(?:vs\.?|versus)\s", re.I)
 _EN_ASPECT_MARK = re.compile(
-    r"\s*:\s*|\s+(?:on|in\s+terms\s+of|regarding|with\s+re(?:spect|gard)\s+to|across|"
+    r"\s*[:：]\s*|\s+[—–-]{1,2}\s+|\s*[—–]\s*|\s+(?:on|in\s+terms\s+of|regarding|with\s+re(?:spect|gard)\s+to|across|"
     r"based\s+on|when\s+it\s+comes\s+to)\s+",
     re.I,
 )
 _EN_OF = re.compile(r"\s+(?:of|in|at)\s+", re.I)
 _EN_ENTITY_SEP = re.compile(
     r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|with|to|vs\.?|versus|against|or|from|"
-    r"compared\s+(?:to|with)|(?:compare|stack\s+up|differ)\s+(?:to|with|against|from))\s+",
+    r"compared\s+(?:to|with)|(?:compare|stack\s+up|differ)\s+(?:to|with|against|from)|"
+    r"(?:better|worse|\w+er|more\s+\w+|less\s+\w+)\s+than)\s+",
     re.I,
 )
-_EN_ASPECT_SEP = re.compile(r"\s*[,;/&]\s*(?:and\s+)?|\s+and\s+", re.I)
+_EN_ASPECT_SEP = re.compile(r"\s*[,;/&、，；]\s*(?:and\s+)?|\s+and\s+|\s*(?:和|与|及)\s*", re.I)
 _EN_LEADING = re.compile(r"^(?:the|a|an|their|its|both|between|using|is|are)\s+", re.I)
 # Words after an entity or aspect that set the scene rather than name it: "Amazon this year",
 # "GCP for startups", "cost in 2025", "... and recommend one".
@@ -57,12 +58,73 @@ _EN_CONTEXT = re.compile(
     re.I | re.S,
 )
 
+# Ways of asking for a comparison that say it in other words, rewritten to "compare ..." first:
+# "Between A and B, which one handles X better?", "torn between A and B", "How do A and B differ
+# in X?", "Is A faster than B for Z?", "A or B for Z?".
+_EN_BETWEEN = re.compile(
+    r"^between\s+(?P<entities>.+?)\s*[,:]\s*(?P<question>(?:which|what|where|who|how)\b.*)$",
+    re.I | re.S,
+)
+_EN_WHICH_ASPECT = (  # the aspect a "which ..." question weighs the entities on
+    re.compile(
+        r"^(?:which|who)(?:\s+one|\s+of\s+(?:them|the\s+\w+))?\s+(?:is|has|have|offers?|gives?|"
+        r"provides?|gets?)\s+(?:the\s+)?(?:better|best|more|stronger|lower|higher|cheaper|faster)\s+"
+        r"(?P<aspect>[\w -]+)$",
+        re.I,
+    ),
+    re.compile(
+        r"^(?:which|who)(?:\s+one|\s+of\s+(?:them|the\s+\w+))?\s+(?!is\b|are\b|should\b|would\b)"
+        r"\w+\s+(?P<aspect>[\w -]+?)\s+(?:better|best|more\s+\w+|faster|well)$",
+        re.I,
+    ),
+)
+_EN_REWRITES = (
+    (
+        re.compile(
+            r"\b(?:torn|choos(?:e|ing)|decid(?:e|ing)|pick(?:ing)?)\s+between\s+(?P<e>.+)$",
+            re.I | re.S,
+        ),
+        "compare {e}",
+    ),
+    (
+        re.compile(
+            r"^how\s+(?:do|does|did)\s+(?P<e>.+?\s(?:and|&)\s.+?)\s+(?:differ|compare)"
+            r"(?:\s+(?:in|on|when\s+it\s+comes\s+to|with\s+re(?:spect|gard)\s+to)\s+(?P<a>.+))?$",
+            re.I | re.S,
+        ),
+        "compare {e} on {a}",
+    ),
+    (
+        re.compile(
+            r"^(?:is|are|was|were)\s+(?P<e>.+?\s+(?:better|worse|\w+er|more\s+\w+|less\s+\w+)\s+"
+            r"than\s+.+)$",
+            re.I | re.S,
+        ),
+        "compare {e}",
+    ),
+    (
+        re.compile(
+            r"^(?!(?:is|are|do|does|can|could|should|would|will|what|which|how|why|where|when|who|"
+            r"write|make|find|give|tell|show|help|please|i|we|you|it|get|buy|use)\b)"
+            r"(?P<e>[^\s,?:][^,?:]{0,40}?\s+or\s+[^,?:]{1,40}?)(?P<z>\s+for\s+[^?]+)?\?$",
+            re.I | re.S,
+        ),
+        "compare {e}{z}",
+    ),
+)
+# A clause after the entities that asks for more than the comparison: "... and recommend one".
+_EN_AND_VERB = re.compile(
+    r"\s+and\s+(?:then\s+)?(?:recommend|tell|give|explain|suggest|say|pick|decide|choose|help|"
+    r"list|write|summari[sz]e|advise|show|let)\b.*$",
+    re.I | re.S,
+)
+
 _ZH_ASK = r"(?:请问|请|麻烦|帮我|帮忙|唔该|可唔可以|可以|你可以|能不能|能否|想)*"
 _ZH_OPENERS = (
     re.compile(rf"^{_ZH_ASK}\s*(?:比较|对比|比对)(?:一下|下)?\s*(?P<body>.+)$", re.S),
     re.compile(
         rf"^{_ZH_ASK}\s*(?P<body>.+?)\s*(?:之间|两者|两个)?(?:有什么|有何|有哪些|有咩|有乜|有啲咩)?"
-        r"(?:区别|差异|异同|不同|分别|差别)",
+        r"(?:区别|差异|异同|不同|分别|差别|不一样|唔同|唔一样)",
         re.S,
     ),
     re.compile(
@@ -77,7 +139,10 @@ _ZH_ASPECT_TAIL = re.compile(
     r"(?:方面|上)?(?:之间)?(?:的|嘅)?(?:有什么|有何|有哪些|有咩|有乜|有啲咩)?"
     r"(?:差异|区别|异同|优劣|不同|分别|差别|表现|对比|比较)?$"
 )
-_ZH_CONTEXT = re.compile(r"(?:最近|今年|去年|近年|目前|现在|而家|近期|这几年|这两年|两者|两个)+$")
+_ZH_CONTEXT = re.compile(
+    r"(?:最近|今年|去年|近年|目前|现在|而家|近期|这几年|这两年|两者|两个|比起来|相比|相比之下|"
+    r"比较起来|对比起来|比)+$"
+)
 
 
 @dataclass(frozen=True)
@@ -123,12 +188,29 @@ def _clean(parts: list[str], *cuts: re.Pattern[str]) -> list[str]:
     return out
 
 
+def _rewritten(text: str) -> str:
+    """``text`` with a comparison said in other words rewritten as "compare ..." (else as is)."""
+    between = _EN_BETWEEN.match(text)
+    if between:
+        question = between.group("question").strip().rstrip(" ?!.")
+        aspect = next((m for p in _EN_WHICH_ASPECT if (m := p.match(question))), None)
+        on = f" on {aspect.group('aspect').strip()}" if aspect else ""
+        return f"compare {between.group('entities')}{on}"
+    for pattern, form in _EN_REWRITES:
+        match = pattern.search(text)
+        if match:
+            values = {k: v or "" for k, v in match.groupdict().items()}
+            return form.format(**values).removesuffix(" on ")
+    return text
+
+
 def _parse_english(text: str) -> tuple[list[str], list[str]] | None:
-    text = text.rstrip(" ?!.")
+    text = _rewritten(text.strip()).rstrip(" ?!.")
     match = next((m for p in _EN_OPENERS if (m := p.search(text))), None)
     body = match.group("body") if match else (text if _EN_VS.search(text) else None)
     if body is None:
         return None
+    body = _EN_AND_VERB.sub("", body)
     mark = _EN_ASPECT_MARK.search(body)
     if mark:
         entities, aspects = body[: mark.start()], body[mark.end() :]
@@ -192,14 +274,16 @@ def _written_as(original: str, converted: str, items: list[str]) -> list[str]:
 
 
 # --- sequences -------------------------------------------------------------------------------
-_NUMBERED = re.compile(r"(?<![A-Za-z0-9.])(\d{1,2})\s*[.)、](?!\d)\s*")
+_NUMBERED = re.compile(
+    r"(?:\bstep\s*(\d{1,2})\s*[:：.)]?|(?<![A-Za-z0-9.])(\d{1,2})\s*[.)、](?!\d))\s*", re.I
+)
 _START = re.compile(
     r"\b(?:first(?:ly)?|to begin with)\b[,:]?\s*|首先[，,：:]?|^请?先|第一步[，,：:]?", re.I
 )
 _NEXT = re.compile(
     r"[,;.]?\s*\b(?:and\s+)?(?:then|after\s+that|afterwards|finally|lastly)\b[,:]?\s*"
     r"|[,;.]\s*next\b[,:]?\s*"
-    r"|[，,；;。]?\s*(?:然后|接着|随后|最后|并且|第[二三四五六七八九十]步)[，,：:]?\s*"
+    r"|[，,；;。]?\s*(?:然后|接着|随后|之后|跟住|最后|并且|第[二三四五六七八九十]步)[，,：:]?\s*"
     r"|[，,；;]\s*再\s*",
     re.I,
 )
@@ -227,12 +311,30 @@ def split_sequence(text: str) -> list[str]:
             text = text[: start.start()] + text[start.end() :]
         parts = _NEXT.split(text)
     cleaned = [p for p in (part.strip(_TRIM) for part in parts) if re.search(r"\w", p)]
-    return cleaned if len(cleaned) >= 2 else []
+    if len(cleaned) < 2:
+        return []
+    return [piece for part in cleaned for piece in _listed_steps(part)]
+
+
+# "Fix the bug, write a test, then update the changelog": before a "then", the steps may be a
+# comma list, each starting with a verb of work.
+_WORK_VERBS = (
+    "add|analy[sz]e|book|build|calculate|check|choose|clean|collect|compare|compile|compute|"
+    "convert|create|deploy|design|document|draft|edit|estimate|explain|extract|find|fix|format|"
+    "gather|identify|implement|list|look|make|merge|outline|pick|plan|prepare|proofread|publish|"
+    "rank|refactor|research|review|run|search|send|summari[sz]e|test|translate|update|verify|write"
+)
+_LISTED_STEP = re.compile(rf",\s*(?=(?:{_WORK_VERBS})\b)", re.I)
+
+
+def _listed_steps(part: str) -> list[str]:
+    pieces = [p.strip(_TRIM) for p in _LISTED_STEP.split(part)]
+    return [p for p in pieces if p]
 
 
 def _split_numbered(text: str) -> list[str]:
     matches = list(_NUMBERED.finditer(text))
-    numbers = [int(m.group(1)) for m in matches]
+    numbers = [int(m.group(1) or m.group(2)) for m in matches]
     if len(matches) < 2 or numbers != list(range(1, len(matches) + 1)):
         return []
     prefix = text[: matches[0].start()].strip()

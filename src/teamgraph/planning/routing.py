@@ -1,4 +1,5 @@
-"""Route a task to the worker whose name and description best overlap it (no LLM involved).
+"""Route a task to the worker whose name and description best overlap it (no LLM involved),
+helped by the example requests nearest in meaning (:mod:`teamgraph.planning.meaning`).
 
 A request word counts for a worker when the worker's name or description holds it (1, or 2 when
 its name holds it as written), or a synonym of it (under 0.5); a word matching several workers
@@ -17,15 +18,19 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from teamgraph.planning.meaning import MEANING_WEIGHT, meaning_scores
 from teamgraph.text import has_cjk, simplified, stem, tokenize
 
 
 @dataclass(frozen=True)
 class WorkerInfo:
-    """What the router knows about a worker: its name and its description."""
+    """What the router knows about a worker: its name, its description and whether it can
+    search (a tool to find documents: the planner gives a step of a worker that cannot the
+    findings of one that can)."""
 
     name: str
     description: str
+    searches: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,34 +49,49 @@ class Routing:
 
 _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("research", "find", "search", "look", "lookup", "gather", "collect", "investigate", "explore",
-     "source", "fact", "evidence", "information", "调研", "研究", "查找", "搜索", "查询", "资料",
-     "收集", "搜集", "事实", "检索", "查", "搵"),
+     "source", "fact", "evidence", "information", "paper", "papers", "调研", "研究", "查找", "搜索",
+     "查询", "资料", "收集", "搜集", "事实", "检索", "查", "搵", "论文", "搜"),
     ("analyze", "analyse", "analysis", "analyst", "compare", "comparison", "evaluate",
      "evaluation", "assess", "calculate", "compute", "measure", "differ", "difference", "versus",
-     "vs", "tradeoff", "risk", "分析", "比较", "对比", "评估", "计算", "权衡", "算", "风险"),
+     "vs", "tradeoff", "risk", "estimate", "forecast", "predict", "projection", "cost", "profit",
+     "revenue", "margin", "breakeven", "payback", "roi", "growth", "trend", "statistics",
+     "average", "median", "metric", "weigh", "downside", "drawback", "upside",
+     "分析", "比较", "对比", "评估", "计算", "权衡", "算", "风险", "估算", "预测", "成本", "利润",
+     "盈亏", "毛利", "增长", "趋势", "指标"),
     ("write", "summarize", "summarise", "summary", "report", "draft", "overview", "compose",
-     "author", "polish", "总结", "报告", "撰写", "写作", "摘要", "概述", "汇总", "撰稿", "起草",
-     "写", "润色"),
+     "author", "polish", "memo", "email", "总结", "报告", "撰写", "写作", "摘要",
+     "概述", "汇总", "撰稿", "起草", "写", "润色", "简报", "纪要", "邮件"),
     ("code", "implement", "implementation", "debug", "bug", "program", "programming", "script",
-     "fix", "refactor", "function", "developer", "engineer", "build", "endpoint", "api", "sql",
-     "migration", "代码", "程式", "实现", "编程", "调试", "程序", "修复", "函数", "脚本", "接口",
-     "迁移"),
+     "fix", "refactor", "function", "build", "endpoint", "api", "sql", "regex", "migration",
+     "scraper", "crawler", "代码", "程式", "实现", "编程", "调试", "程序", "修复", "函数", "脚本",
+     "接口", "迁移", "爬虫", "正则"),
     ("review", "check", "critique", "critic", "verify", "audit", "proofread", "validate", "error",
-     "mistake", "edit", "feedback", "grammar", "pull", "审查", "检查", "评审", "审核", "校对",
-     "验证", "核对", "批改", "修改", "语法"),
-    ("test", "tests", "testing", "qa", "reproduce", "coverage", "测试", "单测"),
-    ("translate", "translation", "翻译", "译成", "译"),
+     "mistake", "edit", "feedback", "grammar", "pull", "flaw", "fallacy", "weakness", "convincing",
+     "persuasive", "harsh", "flag", "polish", "审查", "检查", "评审", "审核", "校对", "验证",
+     "核对", "批改", "修改", "语法", "错误", "错字", "毛病", "漏洞", "润色"),
+    ("verify", "fact", "claim", "accurate", "accuracy", "true", "date", "number", "quote",
+     "statistic", "核实", "核对", "查证", "属实", "真假", "数字", "日期", "引用"),
+    # someone's work to review that is not code: "review my resume", "check this poem"
+    ("work", "resume", "cv", "poem", "letter", "speech", "pitch", "abstract", "proposal",
+     "contract", "简历", "合同", "作文", "稿子"),
+    ("test", "tests", "testing", "qa", "reproduce", "coverage", "flaky", "测试", "单测"),
+    ("translate", "translation", "翻译", "译成", "译", "翻成", "日文", "英文", "中文", "繁体",
+     "简体"),
     ("travel", "trip", "flight", "hotel", "itinerary", "visa", "vacation", "holiday", "train",
      "旅行", "旅游", "行程", "机票", "酒店", "签证", "出行", "玩"),
     ("finance", "budget", "saving", "save", "retire", "retirement", "loan", "mortgage", "stock",
-     "fund", "tax", "invest", "investment", "money", "exchange", "理财", "预算", "储蓄", "储",
-     "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱"),
+     "fund", "tax", "invest", "investment", "money", "exchange", "refinance", "理财", "预算",
+     "储蓄", "储", "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱", "买楼"),
     ("weather", "forecast", "rain", "temperature", "climate", "snow", "sunny", "cold", "hot",
-     "warm", "天气", "雨", "气温", "预报", "气候", "温度", "冷", "热"),
+     "warm", "umbrella", "jacket", "coat", "degree", "wind", "storm", "humid", "天气", "雨",
+     "气温", "预报", "气候", "温度", "冷", "热", "冻", "几度", "几多度", "多少度", "下雪", "台风"),
     ("document", "documentation", "readme", "tutorial", "changelog", "docs", "文档", "教程"),
-    ("order", "refund", "account", "login", "shipping", "delivery", "subscription", "订单",
-     "退款", "账户", "帐户", "登录", "登入", "发货", "快递", "客服"),
-    ("restaurant", "recipe", "gift", "cook", "dinner", "opening", "菜", "食谱", "餐厅", "礼物"),
+    ("order", "refund", "account", "login", "log", "shipping", "delivery", "subscription",
+     "parcel", "package", "订单", "退款", "账户", "帐户", "登录", "登入", "发货", "快递", "客服",
+     "包裹"),
+    ("restaurant", "recipe", "gift", "present", "cook", "dinner", "lunch", "eat", "food", "cafe",
+     "opening", "ramen", "sushi", "pizza", "noodle", "brunch", "bar", "bakery", "菜", "食谱",
+     "餐厅", "礼物", "吃", "饭"),
 )  # fmt: skip
 _CJK_WORDS = tuple(  # matched inside a request's Chinese text, longest first
     sorted({w for group in _SYNONYM_GROUPS for w in group if has_cjk(w)}, key=len, reverse=True)
@@ -80,12 +100,45 @@ _CJK_WORDS = tuple(  # matched inside a request's Chinese text, longest first
 
 # "How does Redis write to disk?": a wh-question asks to look something up, whatever its verbs
 _WH_QUESTION = re.compile(
-    r"^(?:what|what's|how|why|when|where|who|which)\b|什么|甚么|怎么|怎样|如何|为什么|点样|点解|"
+    r"^(?:what|what's|how|why|when|where|who|which)\b|什么(?!问题)|甚么|怎么(?!办)|怎样|如何|为什么|点样|点解|"
     r"咩|边度|几时|哪里|多少|几多",
     re.I,
 )
 _QUESTION = re.compile(r"[?？]\s*$|^(?:is|are|does|do|can|could|should)\b|[吗呢]\W*$", re.I)
 _LOOKUP = "lookup"  # what a question asks for when it names no other kind of work
+# "Explain MVCC", "Define entropy", "Tell me about ...": asks to look something up, like a
+# wh-question (the verb itself matches no worker: "explains implementation details" is not it)
+_EXPLAIN = re.compile(
+    r"^(?:(?:please|can you|could you)\s+)*(?:explain|define|describe|tell\s+me\s+about)\b\s*"
+    r"|^(?:请|帮我)?(?:解释|介绍|讲解|说明)(?:一下|下)?",
+    re.I,
+)
+# Phrasal verbs of work, read as the one verb they mean ("look over" reviews, "dig up" searches)
+_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.I), verb)
+    for pattern, verb in (
+        (r"\b(?:look|go|read|run)\s+(?:over|through)\b|\bpore\s+over\b", " review "),
+        (r"\bpoke\s+holes?\s+in\b|\btear\s+apart\b|\bpick\s+apart\b", " critique "),
+        (r"\b(?:sanity|double)[- ]check\b", " verify "),
+        (r"\bdig\s+up\b|\blook\s+up\b|\bfind\s+out\b", " search "),
+        (r"\bwork\s+out\b|\bfigure\s+out\s+(?=how\s+much|the\b)", " calculate "),
+        (r"\bput\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
+        (r"\bbreak[- ]even\b", " breakeven "),
+        # who the work is for is not the work: "for the data engineer job"
+        (
+            r"\bfor\s+(?:an?\s+|the\s+|my\s+)?(?:[\w-]+\s+){0,3}(?:job|position|role|post|opening|"
+            r"vacancy|interview)s?\b",
+            " ",
+        ),
+        (
+            r"(?:看看|看一下|睇下|睇睇|睇吓)(?=.{0,30}?(?:问题|错|毛病|啱唔啱))|挑.{0,2}毛病",
+            " 检查 ",
+        ),
+    )
+)
+# A past participle of a verb of work describes a thing ("fixed costs", "reviewed papers"), it
+# does not ask for that work
+_PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.I)
 
 
 def _forms(token: str) -> set[str]:
@@ -104,7 +157,10 @@ def _ordered_terms(text: str) -> list[str]:
     terms = [form for token in tokenize(text) for form in _forms(token)]
     if has_cjk(text):
         plain = simplified(text)
-        terms += [word for word in _CJK_WORDS if word in plain]
+        for word in _CJK_WORDS:  # longest first; a word found hides the words inside it
+            if word in plain:
+                terms.append(word)
+                plain = plain.replace(word, " ")
     return list(dict.fromkeys(terms))
 
 
@@ -145,16 +201,33 @@ def overlap_score(text: str, description: str) -> float:
 
 
 def scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
-    """Every worker's score for ``text`` (see the module's docstring)."""
+    """Every worker's score for ``text``: its words' score (see the module's docstring) plus
+    :data:`~teamgraph.planning.meaning.MEANING_WEIGHT` × the votes of the example requests
+    nearest in meaning (:mod:`teamgraph.planning.meaning`) — when some word matched: a request
+    sharing no word with any worker goes to the default, not to a guess."""
+    members = list(workers)
+    totals = word_scores(text, members)
+    if not any(totals.values()):  # no word in common: nothing to go by (the default's case)
+        return totals
+    votes = meaning_scores(text, [w.description or w.name for w in members])
+    return {
+        w.name: totals[w.name] + MEANING_WEIGHT * v for w, v in zip(members, votes, strict=True)
+    }
+
+
+def word_scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
+    """Every worker's score for ``text`` by the words they share (see the module's docstring)."""
     profiles = {}
     for w in workers:
         spelled = w.name.replace("_", " ").replace("-", " ")
         named = set(tokenize(spelled))  # as written: "writer" does not double "write"
         profiles[w.name] = (named, _terms(spelled) | _terms(w.description))
     totals = dict.fromkeys(profiles, 0.0)
-    words = [(token, 1.0) for token in _ordered_terms(text)]
     asked = simplified(text.strip())
-    wh = _WH_QUESTION.search(asked) is not None
+    explain = _EXPLAIN.search(asked)
+    read = _read_as_work(asked[explain.end() :] if explain else asked)
+    words = [(token, 1.0) for token in _ordered_terms(read)]
+    wh = explain is not None or _WH_QUESTION.search(asked) is not None
     if wh or _QUESTION.search(asked):  # a question asks to look something up
         words.append((_LOOKUP, 2.0 if wh else 1.0))
     lead = not wh  # the first word naming a kind of work says what the request asks for
@@ -171,6 +244,14 @@ def scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
         for name, value in matches.items():  # shared among the workers it matches
             totals[name] += weight * value / max(held, 1.0)
     return totals
+
+
+def _read_as_work(text: str) -> str:
+    """``text`` with its phrasal verbs of work as one verb and the participles of such verbs
+    left out."""
+    for pattern, verb in _PHRASES:
+        text = pattern.sub(verb, text)
+    return _PARTICIPLE.sub(lambda m: "" if stem(m.group(0).lower()) in _SYNONYMS else m[0], text)
 
 
 def routing(text: str, workers: Sequence[WorkerInfo], default: str | None = None) -> Routing:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from teamgraph.plan import Plan, PlanDecision, Step, plan_errors
 from teamgraph.planning.request_structure import Comparison, parse_comparison, split_sequence
 from teamgraph.planning.routing import WorkerInfo, route, routing
-from teamgraph.planning.templates import Template, instantiate, ranked
+from teamgraph.planning.templates import Template, instantiate, ranked, shaped
 from teamgraph.prompts import split_worker_prompt
 from teamgraph.text import has_cjk
 
@@ -29,12 +29,26 @@ def plan_by_rules(
 ) -> PlanDecision:
     """The rules tier of the planner, in order: a sequence or comparison rule; a template whose
     match rules score 3 or more (a regex and a keyword) and whose workers the team has; one
-    step routed to a clearly best worker; a template matched more weakly; else one step on
+    step routed to a clearly best worker; a template matched more weakly (by one of its regexes
+    at least: keywords alone do not make a plan); else one step on
     ``default`` (tier ``fallback``)."""
     notes: list[str] = []
     plan = decompose(request, workers, default, max_steps=max_steps)
     if plan.confidence > ROUTED_CONFIDENCE:
         return PlanDecision(plan, "rules", tuple(notes))
+    decision = _plan_by_rules(request, workers, default, templates, max_steps, plan, notes)
+    return _researched_first(decision, request, workers, max_steps)
+
+
+def _plan_by_rules(
+    request: str,
+    workers: Sequence[WorkerInfo],
+    default: str | None,
+    templates: Mapping[str, Template],
+    max_steps: int,
+    plan: Plan,
+    notes: list[str],
+) -> PlanDecision:
     names = [w.name for w in workers]
     fitting = _fitting_templates(request, templates, names, max_steps, notes)
     strong = [t for score, t in fitting if score >= STRONG_TEMPLATE]
@@ -42,11 +56,47 @@ def plan_by_rules(
         return PlanDecision(instantiate(strong[0], request), "template", tuple(notes))
     if plan.confidence >= ROUTED_CONFIDENCE:
         return PlanDecision(plan, "rules", tuple(notes))
-    if fitting:
-        return PlanDecision(instantiate(fitting[0][1], request), "template", tuple(notes))
+    weak = [t for _, t in fitting if shaped(t, request)]
+    if weak:
+        return PlanDecision(instantiate(weak[0], request), "template", tuple(notes))
     notes.append("no decomposition rule, template or worker description matched the request")
     worker = default if default in names else names[0]
     return PlanDecision(_fallback(request, worker), "fallback", tuple(notes))
+
+
+# A request that brings its own material ("review *this* essay", "translate the text below",
+# "我的简历") is worked on as given; any other is about a subject the team's documents may cover.
+_OWN_MATERIAL = re.compile(
+    r"\b(?:this|these|attached|below|above|following)\b|```|[:：]\s*\n"
+    r"|\bmy\s+(?:essay|resume|cv|cover\s+letter|letter|draft|code|paper|article|report|poem|"
+    r"speech|pitch|proposal|contract|notes?|text)\b"
+    r"|这[篇段份个些封]|以下|下面|如下|呢[篇段份个啲封]|我的(?:简历|文章|代码|草稿|报告|论文)",
+    re.I,
+)
+
+
+def _researched_first(
+    decision: PlanDecision, request: str, workers: Sequence[WorkerInfo], max_steps: int
+) -> PlanDecision:
+    """A single step on a worker that cannot search, about a subject rather than material the
+    request brings, gets the findings of a worker that can first: a writer asked "Write a short
+    summary of how MongoDB secures access" is not left without anything to write from."""
+    plan = decision.plan
+    searchers = [w for w in workers if w.searches]
+    if len(plan.steps) != 1 or max_steps < 2 or not searchers or decision.tier == "fallback":
+        return decision
+    if _OWN_MATERIAL.search(request):
+        return decision
+    step = plan.steps[0]
+    if any(w.name == step.worker and w.searches for w in workers):
+        return decision
+    searcher = route(request, searchers, searchers[0].name)
+    task = _text(has_cjk(request), "find", request=request)
+    found = Step(id="find_material", worker=searcher, task=task)
+    answer = step.model_copy(update={"depends_on": [found.id]})
+    reasoning = f"{plan.reasoning} {step.worker!r} cannot search: {searcher!r} finds the material."
+    researched = plan.model_copy(update={"steps": [found, answer], "reasoning": reasoning})
+    return PlanDecision(researched, decision.tier, decision.notes)
 
 
 def _fitting_templates(
@@ -166,6 +216,7 @@ _TEXTS: dict[bool, dict[str, str]] = {  # keyed by "is the request Chinese"
         "findings.",
         "compare": "Compare {names}: weigh their similarities and differences, evaluate the "
         "trade-offs and recommend one.",
+        "find": "Find material for: {request}",
     },
     True: {
         "name": "比较{names}",
@@ -173,8 +224,37 @@ _TEXTS: dict[bool, dict[str, str]] = {  # keyed by "is the request Chinese"
         "entity": "调研{label}：查找关键资料和事实，以及优点和缺点。",
         "summary": "撰写总结报告：综合{names}在{aspects}方面的调研结果，给出结论。",
         "compare": "比较{names}：权衡各自的异同与优劣，评估取舍并给出建议。",
+        "find": "查找资料：{request}",
     },
 }
+
+
+def comparison_in_task(task: str) -> Comparison | None:
+    """The comparison a comparison plan's closing step (its ``summary`` or ``compare`` task, as
+    written above) asks for, or None: what a model working that step compares."""
+    first = task.strip().split("\n\n", 1)[0]
+    for chinese, texts in _TEXTS.items():
+        for key in ("summary", "compare"):
+            found = _task_pattern(texts[key]).match(first)
+            if found:
+                names = _split_joined(found.group("names"), chinese)
+                aspects = found.groupdict().get("aspects")
+                listed = _split_joined(aspects, chinese) if aspects else []
+                return Comparison(tuple(names), tuple(listed), chinese)
+    return None
+
+
+def _task_pattern(text: str) -> re.Pattern[str]:
+    pattern = re.escape(text)
+    for field in ("names", "aspects"):
+        pattern = pattern.replace(re.escape(f"{{{field}}}"), rf"\s*(?P<{field}>.+?)\s*")
+    return re.compile(pattern + "$", re.S)
+
+
+def _split_joined(text: str, chinese: bool) -> list[str]:
+    """The items :func:`_join` joined."""
+    parts = re.split(r"\s*(?:、|和)\s*" if chinese else r",\s*|\s+and\s+", text.strip())
+    return [p.strip() for p in parts if p.strip()]
 
 
 def _comparison_plan(

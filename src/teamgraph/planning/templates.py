@@ -153,6 +153,13 @@ def match_score(template: Template, request: str) -> int:
     return regex + sum(1 for k in dict.fromkeys(template.match.keywords) if _has_keyword(text, k))
 
 
+def shaped(template: Template, request: str) -> bool:
+    """Whether one of ``template``'s regexes matches ``request``: its keywords alone say what the
+    request is about, not that it asks for the template's steps ("review my essay" is no code
+    review)."""
+    return any(re.search(p, request, re.IGNORECASE) for p in template.match.regex)
+
+
 def ranked(request: str, templates: Mapping[str, Template]) -> list[tuple[int, Template]]:
     """The templates whose match rules hit ``request``, with their scores, best first (ties:
     alphabetical name)."""

@@ -230,7 +230,10 @@ class Runner:
     ) -> AsyncGenerator[Event, None]:
         row = await self.backend.runs.get(run_id)
         if row.status in FINISHED:
-            raise RunConflict(f"run {run_id} already ended with status {row.status!r}")
+            raise RunConflict(
+                f"run {run_id} already ended with status {row.status!r}: nothing to resume "
+                f"(`teamgraph show {run_id[:12]}` prints its answer)"
+            )
         snapshot = await self.graph.aget_state(self.thread_config(row.thread_id))
         command: Any = None  # continue from the last checkpoint
         if snapshot.interrupts:

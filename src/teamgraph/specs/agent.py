@@ -34,6 +34,11 @@ class AgentSpec(BaseModel):
         default=None, description="A pydantic model (Python) or a JSON Schema (YAML)."
     )
 
+    @property
+    def searches(self) -> bool:
+        """Whether it has a tool to find documents (``search_docs``, a web search, ...)."""
+        return any("search" in tool for tool in self.tools)
+
     @field_serializer("output_schema")
     def _schema_as_json(self, value: dict[str, Any] | type[BaseModel] | None) -> Any:
         if isinstance(value, type):

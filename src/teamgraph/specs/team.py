@@ -156,6 +156,11 @@ class TeamSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    @property
+    def searches(self) -> bool:
+        """Whether one of its members (at any depth) has a tool to find documents."""
+        return any(member.searches for member in self.members)
+
     name: str = Field(min_length=1)
     description: str = ""
     pattern: Pattern = "workflow"
