@@ -127,6 +127,7 @@ class _Handlers:
         response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return response
 
+
 class ShapedErrors:
     """Middleware (outside the others) that writes, under a shape's prefix, every error
     response still in the plain ``{"detail": …}`` form in that shape, keeping its status and
