@@ -57,6 +57,12 @@ from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
 
 
+
+def check_request(request: str) -> None:
+    """Refuse a request no run can start on (:class:`UsageError`), before anything is stored."""
+    if not request.strip():
+        raise UsageError("the request is empty: say what the team should do")
+
 class Runner:
     """Runs one team against a :class:`Backend`. ``slots`` (shared by a server's runners) bounds
     how many runs execute at once; ``hooks`` see every event of every run. Every run's events
@@ -133,8 +139,7 @@ class Runner:
         into: list[RunResult] | None = None,
         log: EventLog | None = None,
     ) -> AsyncGenerator[Event, None]:
-        if not request.strip():
-            raise UsageError("the request is empty: say what the team should do")
+        check_request(request)
         run_id = run_id or uuid.uuid4().hex
         thread_id = thread_id or run_id
         if not accepted:  # nothing stored yet: a failing preparation is the caller's error
