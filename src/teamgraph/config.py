@@ -159,6 +159,12 @@ class Settings(BaseSettings):
         default=4, ge=1, description="Runs executing at once in the server (others queue)."
     )
     max_body_bytes: int = Field(default=1_000_000, ge=1024, description="Request body limit.")
+    max_json_depth: int = Field(
+        default=32,
+        ge=4,
+        le=200,
+        description="How deep a JSON request body may nest (arrays, objects).",
+    )
 
     # --- scale-out: API processes and worker processes on PostgreSQL (docs/deploy.md) ---------
     execute_runs: bool = Field(

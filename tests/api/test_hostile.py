@@ -4,14 +4,31 @@ on its own session only, forged headers and odd ids get a 4xx naming what was wr
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import httpx
 import pytest
 
 from .conftest import User, make_session
+from .test_runs import API, REQUEST, sse, start
 
 BLANK = "   \n\t "
+
+
+def deep(levels: int) -> str:
+    """A JSON value nested ``levels`` deep (lists and objects), as text."""
+    opens = "".join('{"a":' if i % 2 else "[" for i in range(levels))
+    closes = "".join("}" if i % 2 else "]" for i in reversed(range(levels)))
+    return f'{opens}"x"{closes}'
+
+
+def body(template: dict[str, Any], **deep_fields: str) -> dict[str, Any]:
+    """``template`` as a request's JSON text with ``deep_fields`` spliced in, sent as JSON."""
+    text = json.dumps(template)[:-1]
+    text += "".join(f', "{name}": {value}' for name, value in deep_fields.items()) + "}"
+    return {"content": text, "headers": {"content-type": "application/json"}}
 
 
 async def _session_headers(client: httpx.AsyncClient, user: User, **body: Any) -> dict[str, str]:
@@ -83,3 +100,81 @@ async def test_a_run_refused_after_its_row_is_stored_ends_failed_with_why(
     (run,) = runs.json()
     stored = await client.get(f"/api/v1/runs/{run['run_id']}", headers=alice.headers)
     assert stored.json()["status"] == "failed" and "empty" in stored.json()["error"]
+
+
+async def test_a_json_body_nested_too_deep_is_400_naming_the_limit(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    for url, sent in (
+        (f"{API}/sessions/{sid}/runs", body({"input": "fine"}, extra=deep(900))),
+        (f"{API}/runs/0123456789abcdef/resume", body({}, default=deep(900))),
+        ("/api/v1/auth/session", body({}, name=deep(40))),
+        ("/v1/chat/completions", body({"model": "research"}, messages=deep(900))),
+    ):
+        headers = {**alice.headers, **sent.pop("headers")}
+        reply = await client.post(url, headers=headers, **sent)
+        assert reply.status_code == 400, (url, reply.text)
+        assert "nested deeper than 32 levels" in reply.text, reply.text  # in its dialect's shape
+    raw = "[" * 100_000  # not even JSON: still the depth that is refused, not a RecursionError
+    reply = await client.post(
+        f"{API}/sessions/{sid}/runs",
+        content=raw,
+        headers={**alice.headers, "content-type": "application/json"},
+    )
+    assert reply.status_code == 400 and "32 levels" in reply.text
+
+
+async def test_a_json_body_at_the_depth_limit_is_accepted(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    plain = {"input": "fine", "options": {}}
+    reply = await client.post(f"{API}/sessions/{sid}/runs", json=plain, headers=alice.headers)
+    assert reply.status_code == 202, reply.text
+    within = body({}, name=deep(31))  # the body's own object is the 32nd level
+    headers = {**alice.headers, **within.pop("headers")}
+    reply = await client.post("/api/v1/auth/session", headers=headers, **within)
+    assert reply.status_code == 422, reply.text  # through the edge: the route says why
+
+
+async def test_a_body_that_is_not_utf8_is_400_saying_so(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    reply = await client.post(
+        f"{API}/sessions/{sid}/runs",
+        content=b'{"input": "caf\xe9"}',
+        headers={**alice.headers, "content-type": "application/json"},
+    )
+    assert reply.status_code == 400 and "UTF-8" in reply.json()["detail"], reply.text
+
+
+async def test_another_users_poison_costs_a_concurrent_run_no_event(
+    client: httpx.AsyncClient, alice: User, bob: User
+) -> None:
+    """Bob's run beside Alice's poison payloads (deep, huge, not UTF-8): Bob's run has every
+    event, its seqs 1..N with no gap, and ends completed."""
+    bob_sid = (await make_session(client, bob, team="research"))["session_id"]
+    alice_sid = (await make_session(client, alice, team="research"))["session_id"]
+    run_id = await start(client, bob, bob_sid, REQUEST)
+    poisons: list[dict[str, Any]] = [
+        body({"input": "fine"}, extra=deep(900)),
+        {"json": {"input": "fine " + "y" * 19_000, "extra": ["z" * 1000] * 2000}},
+        {"content": b'{"input": "\xff\xfe"}', "headers": {"content-type": "application/json"}},
+    ]
+
+    async def poison(kwargs: dict[str, Any]) -> int:
+        headers = {**alice.headers, **kwargs.pop("headers", {})}
+        url = f"{API}/sessions/{alice_sid}/runs"
+        return (await client.post(url, headers=headers, **kwargs)).status_code
+
+    codes = await asyncio.gather(*(poison(dict(p)) for p in poisons))
+    assert all(400 <= code < 500 for code in codes), codes
+    events = await sse(client, bob, run_id)
+    seqs = [e["id"] for e in events]
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+    assert events[-1]["event"] == "run_completed"
+    stored = (await client.get(f"{API}/runs/{run_id}", headers=bob.headers)).json()
+    assert stored["status"] == "completed"
+    assert json.dumps(stored)  # and its row reads back whole

@@ -57,11 +57,11 @@ from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
 
 
-
 def check_request(request: str) -> None:
     """Refuse a request no run can start on (:class:`UsageError`), before anything is stored."""
     if not request.strip():
         raise UsageError("the request is empty: say what the team should do")
+
 
 class Runner:
     """Runs one team against a :class:`Backend`. ``slots`` (shared by a server's runners) bounds
