@@ -155,6 +155,12 @@ class Settings(BaseSettings):
         "with the package).",
     )
     cors_origins: list[str] = Field(default_factory=list, description="Allowed CORS origins.")
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Addresses or networks of the reverse proxies whose X-Forwarded-For and "
+        'X-Forwarded-Proto are believed (e.g. ["10.0.0.5"]; "*": any). Empty (the default): '
+        "no proxy is trusted and the client address is the connection's own.",
+    )
     max_concurrent_runs: int = Field(
         default=4, ge=1, description="Runs executing at once in the server (others queue)."
     )

@@ -11,7 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import User, make_session
+from teamgraph.config import Settings
+from teamgraph.server.app import create_app, proxy_options
+
+from .conftest import PASSWORD, User, make_session, serving
 from .test_runs import API, REQUEST, sse, start
 
 BLANK = "   \n\t "
@@ -178,3 +181,27 @@ async def test_another_users_poison_costs_a_concurrent_run_no_event(
     stored = (await client.get(f"{API}/runs/{run_id}", headers=bob.headers)).json()
     assert stored["status"] == "completed"
     assert json.dumps(stored)  # and its row reads back whole
+
+
+def _registrations(base: str, forged: list[str], who: str) -> list[int]:
+    codes = []
+    with httpx.Client(base_url=base) as http:
+        for n, address in enumerate(forged):
+            body = {"email": f"{who}{n}@example.com", "password": PASSWORD}
+            headers = {"X-Forwarded-For": address}
+            codes.append(http.post("/api/v1/auth/register", json=body, headers=headers).status_code)
+    return codes
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_no_proxy_is_trusted_unless_listed(api_settings: Settings) -> None:
+    """A forged X-Forwarded-For buys no fresh rate-limit bucket by default; a listed proxy's
+    header is believed."""
+    limited = api_settings.model_copy(update={"rate_limits": {"register": "2/minute"}})
+    forged = ["203.0.113.1", "203.0.113.2", "203.0.113.3", "203.0.113.4"]
+    with serving(create_app(limited), **proxy_options(limited.trusted_proxies)) as base:
+        assert _registrations(base, forged, "a") == [201, 201, 429, 429]
+    assert Settings(trusted_proxies=["127.0.0.1"]).trusted_proxies == ["127.0.0.1"]
+    again = limited.model_copy(update={"trusted_proxies": ["127.0.0.1"]})
+    with serving(create_app(again), **proxy_options(again.trusted_proxies)) as base:
+        assert _registrations(base, forged, "b") == [201, 201, 201, 201]
