@@ -205,3 +205,41 @@ def test_no_proxy_is_trusted_unless_listed(api_settings: Settings) -> None:
     again = limited.model_copy(update={"trusted_proxies": ["127.0.0.1"]})
     with serving(create_app(again), **proxy_options(again.trusted_proxies)) as base:
         assert _registrations(base, forged, "b") == [201, 201, 201, 201]
+
+
+async def test_a_session_token_acts_on_its_own_session_only(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    mine = await make_session(client, alice, team="research")
+    other = await make_session(client, alice, team="research")
+    token = {"Authorization": f"Bearer {mine['token']['access_token']}"}
+    sid, oid = mine["session_id"], other["session_id"]
+    other_run = await start(client, alice, oid, REQUEST)
+    refused = [
+        ("GET", "/api/v1/auth/sessions", None),
+        ("POST", "/api/v1/auth/session", {}),
+        ("PATCH", f"/api/v1/auth/session/{oid}/name", {"name": "mine now"}),
+        ("DELETE", f"/api/v1/auth/session/{oid}", None),
+        ("POST", f"/api/v1/auth/session/{oid}/token", None),
+        ("GET", f"/api/v1/sessions/{oid}/messages", None),
+        ("GET", f"{API}/sessions/{oid}/runs", None),
+        ("POST", f"{API}/sessions/{oid}/runs", {"input": REQUEST}),
+        ("GET", f"{API}/runs/{other_run}", None),
+        ("GET", f"{API}/runs/{other_run}/events", None),
+        ("GET", "/api/sessions", None),
+        ("POST", "/api/sessions", {"title": "t"}),
+        ("PATCH", f"/api/sessions/{oid}", {"title": "mine now"}),
+        ("DELETE", f"/api/sessions/{oid}", None),
+    ]
+    for method, url, sent in refused:
+        reply = await client.request(method, url, json=sent, headers=token)
+        assert reply.status_code == 403, (method, url, reply.text)
+        assert sid in reply.json()["detail"] and "session token" in reply.json()["detail"]
+    listed = await client.get("/api/v1/auth/sessions", headers=alice.headers)
+    assert {s["session_id"] for s in listed.json()} == {sid, oid}  # the user token manages them
+    assert "mine now" not in listed.text
+    own = await client.patch(f"/api/v1/auth/session/{sid}/name", json={"name": "n"}, headers=token)
+    assert own.status_code == 200, own.text
+    assert (await client.get(f"/api/v1/sessions/{sid}/messages", headers=token)).status_code == 200
+    gone = await client.delete(f"/api/v1/auth/session/{oid}", headers=alice.headers)
+    assert gone.status_code == 204
