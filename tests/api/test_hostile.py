@@ -243,3 +243,63 @@ async def test_a_session_token_acts_on_its_own_session_only(
     assert (await client.get(f"/api/v1/sessions/{sid}/messages", headers=token)).status_code == 200
     gone = await client.delete(f"/api/v1/auth/session/{oid}", headers=alice.headers)
     assert gone.status_code == 204
+
+
+@pytest.mark.parametrize(
+    ("sent", "expected"),
+    [
+        ({"json": ["a", "b"]}, 422),
+        ({"json": "just a string"}, 422),
+        ({"content": b'{"name": ', "headers": {"content-type": "application/json"}}, 422),
+        ({"content": b"", "headers": {"content-type": "application/json"}}, 422),
+    ],
+)
+async def test_a_rename_with_a_body_that_is_no_object_is_4xx(
+    client: httpx.AsyncClient, alice: User, sent: dict[str, Any], expected: int
+) -> None:
+    sid = (await make_session(client, alice))["session_id"]
+    headers = {**alice.headers, **sent.pop("headers", {})}
+    url = f"/api/v1/auth/session/{sid}/name"
+    reply = await client.patch(url, headers=headers, **sent)
+    assert reply.status_code == expected, reply.text
+    assert "name" in reply.text or "JSON" in reply.text
+
+
+@pytest.mark.parametrize("digits", ["¹", "²³", "٣", "1¹", "𝟙"])
+async def test_unicode_digits_in_ids_are_4xx(
+    client: httpx.AsyncClient, alice: User, digits: str
+) -> None:
+    for method, url in (
+        ("GET", f"/api/v1/rag/documents/{digits}/chunks"),
+        ("DELETE", f"/api/v1/rag/documents/{digits}"),
+    ):
+        reply = await client.request(method, url, headers=alice.headers)
+        assert reply.status_code == 404, (url, reply.text)
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    run_id = await start(client, alice, sid, REQUEST)
+    if not digits.isascii() and not all(ord(c) < 256 for c in digits):
+        return  # a header is latin-1
+    for url in (f"{API}/runs/{run_id}/events", f"/threads/{sid}/runs/{run_id}/stream"):
+        headers = {**alice.headers, "Last-Event-ID": digits.encode("latin-1")}
+        reply = await client.get(url, headers=headers)
+        assert reply.status_code in (200, 404, 422), (url, reply.text)
+
+
+async def test_a_content_length_that_is_no_number_is_not_a_500() -> None:
+    from teamgraph.server.middleware import BodyLimitMiddleware
+
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "path": "/x", "headers": [(b"content-length", "¹".encode("latin-1"))]}
+    await BodyLimitMiddleware(app, 1024)(scope, receive, send)
+    assert sent[0]["status"] == 204

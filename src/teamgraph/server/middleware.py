@@ -52,7 +52,12 @@ class BodyLimitMiddleware:
             await BodyLimitMiddleware(self.app, self.uploads)(scope, receive, send)
             return
         declared = _header(scope, b"content-length")  # not a number: only the count decides
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+        if (
+            declared is not None
+            and declared.isascii()
+            and declared.isdigit()
+            and int(declared) > self.limit
+        ):
             await _too_large(self.limit, scope, receive, send)
             return
         received = 0

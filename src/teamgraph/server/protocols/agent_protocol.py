@@ -258,7 +258,8 @@ async def join_stream(
 ) -> StreamingResponse:
     """A run's stream from the start, or after ``Last-Event-ID`` (a reconnect)."""
     row = await _run_of(state, user.id, thread_id, run_id)
-    after = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+    seq = last_event_id or ""
+    after = int(seq) if seq.isascii() and seq.isdigit() and len(seq) < 10 else 0  # "¹": no seq
     opened = Opened(run_id, row.team_name, after)
     modes = _modes(stream_mode or ["values"])
     return StreamParts(state, opened, thread_id, modes, rejoined=after > 0).response()

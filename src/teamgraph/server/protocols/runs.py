@@ -231,7 +231,8 @@ async def run_events(
     elif owner != claims.user_id:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
     if last_event_id is not None:
-        if not last_event_id.strip().isdigit() or int(last_event_id) > MAX_SEQ:
+        seq = last_event_id.strip()
+        if not (seq.isascii() and seq.isdigit()) or int(seq) > MAX_SEQ:
             raise HTTPException(
                 status.HTTP_422_UNPROCESSABLE_CONTENT, detail="Last-Event-ID must be an event seq"
             )

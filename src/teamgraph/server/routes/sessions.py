@@ -59,7 +59,16 @@ async def list_sessions(user: ManagingUser, state: State, db: Db) -> list[Sessio
 async def _new_name(request: Request) -> str:
     """The new name as JSON ``{"name"}`` or as the template's form field ``name``."""
     if request.headers.get("content-type", "").startswith("application/json"):
-        raw: Any = (await request.json() or {}).get("name")
+        try:
+            sent: Any = await request.json()
+        except ValueError as exc:  # not JSON (or empty)
+            loc, message = ["body"], f"Invalid JSON: {exc}"
+            raise RequestValidationError([{"type": "json_invalid", "loc": loc, "msg": message}])
+        if not isinstance(sent, dict):
+            message = 'Input should be an object: {"name": "..."}'
+            loc = ["body"]
+            raise RequestValidationError([{"type": "dict_type", "loc": loc, "msg": message}])
+        raw: Any = sent.get("name")
     else:
         raw = (await request.form()).get("name")
     try:
