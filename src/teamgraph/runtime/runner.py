@@ -144,9 +144,8 @@ class Runner:
         thread_id = thread_id or run_id
         if not accepted:  # nothing stored yet: a failing preparation is the caller's error
             await self._prepare()
-            await self.backend.runs.create(
-                self.run_row(request, run_id, thread_id, template, user_id)
-            )
+            row = self.run_row(request, run_id, thread_id, template, user_id, plan=plan)
+            await self.backend.runs.create(row)
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
         seqs = self.backend.runs.seqs(run_id, 0, ROW_RESERVE)
         log = log or EventLog(self.writer)
@@ -166,7 +165,7 @@ class Runner:
         async def begin() -> None:  # inside the run: a failure here is its run_failed event
             if accepted:
                 await self._prepare()
-            if plan is not None:  # kept for a start again before the first checkpoint
+            if plan is not None and accepted:  # the caller's row may not hold it: keep it
                 await ctx.journal.keep_input_plan(run_id, plan.to_dict())
             await self.pattern.announce_input(ctx, graph_input, True)
 
@@ -186,9 +185,11 @@ class Runner:
         thread_id: str,
         template: str | None = None,
         user_id: str | None = None,
+        plan: Plan | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """The ``runs`` row of a new run, with the first block of event seqs reserved."""
+        """The ``runs`` row of a new run, with the first block of event seqs reserved and its
+        explicit ``plan`` (a start again before the first checkpoint runs that plan)."""
         status: RunStatus = "running"
         return {
             "id": run_id,
@@ -198,6 +199,7 @@ class Runner:
             "pattern": self.team.pattern,
             "input": request,
             "template": template,
+            "input_plan": None if plan is None else plan.to_dict(),
             "status": status,
             "user_id": user_id,
             "last_seq": ROW_RESERVE,  # seqs reserved with the row: most runs need no other write
@@ -239,7 +241,7 @@ class Runner:
         if snapshot.interrupts:
             command = await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
         elif snapshot.metadata is None:  # stopped before its first checkpoint: start again
-            given = await Journal(self.backend.journal).input_plan(run_id)
+            given = row.input_plan or await Journal(self.backend.journal).input_plan(run_id)
             plan = None if given is None else Plan.from_dict(given)
             command = self.pattern.start(
                 self.team, RunInput(row.input, row.template, plan, self.templates)
