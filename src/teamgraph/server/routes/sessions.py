@@ -63,7 +63,8 @@ async def _new_name(request: Request) -> str:
             sent: Any = await request.json()
         except ValueError as exc:  # not JSON (or empty)
             loc, message = ["body"], f"Invalid JSON: {exc}"
-            raise RequestValidationError([{"type": "json_invalid", "loc": loc, "msg": message}])
+            error = {"type": "json_invalid", "loc": loc, "msg": message}
+            raise RequestValidationError([error]) from None
         if not isinstance(sent, dict):
             message = 'Input should be an object: {"name": "..."}'
             loc = ["body"]
