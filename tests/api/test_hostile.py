@@ -303,3 +303,50 @@ async def test_a_content_length_that_is_no_number_is_not_a_500() -> None:
     scope = {"type": "http", "path": "/x", "headers": [(b"content-length", "¹".encode("latin-1"))]}
     await BodyLimitMiddleware(app, 1024)(scope, receive, send)
     assert sent[0]["status"] == 204
+
+
+async def _body_messages(app: Any, path: str, headers: dict[str, str]) -> list[dict[str, Any]]:
+    """What the app sends for ``GET path``, message by message (the ASGI ``send`` calls)."""
+    sent: list[dict[str, Any]] = []
+    raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"test"), *raw],
+        "client": ("127.0.0.1", 1),
+        "server": ("test", 80),
+    }
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client never goes away
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return [m for m in sent if m["type"] == "http.response.body"]
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live", "finished"])
+async def test_a_finished_event_stream_ends_with_its_last_event(
+    app: Any, client: httpx.AsyncClient, alice: User, live: bool
+) -> None:
+    """The body's end (``more_body: false``) comes with the run's last event, not after it: a
+    page acting on that event finds the response complete (no ``net::ERR_ABORTED``)."""
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    run_id = await start(client, alice, sid, REQUEST)
+    if not live:
+        await sse(client, alice, run_id)  # to its end: the stream below replays a finished run
+    body = await _body_messages(app, f"{API}/runs/{run_id}/events", alice.headers)
+    *before, last = body
+    assert all(m.get("more_body") for m in before)
+    assert last.get("more_body", False) is False
+    assert b"event: run_completed" in last["body"], last
