@@ -350,3 +350,19 @@ async def test_a_finished_event_stream_ends_with_its_last_event(
     assert all(m.get("more_body") for m in before)
     assert last.get("more_body", False) is False
     assert b"event: run_completed" in last["body"], last
+
+
+async def test_the_runs_of_a_deleted_thread_are_404_on_the_agent_protocol(
+    client: httpx.AsyncClient, alice: User
+) -> None:
+    """Found by the hostile fuzz: a run outlives its deleted session; joining it was a 500."""
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    run_id = await start(client, alice, sid, REQUEST)
+    await sse(client, alice, run_id)
+    assert (
+        await client.delete(f"/api/v1/auth/session/{sid}", headers=alice.headers)
+    ).status_code == 204
+    for suffix in ("", "/join", "/stream"):
+        url = f"/langgraph/threads/{sid}/runs/{run_id}{suffix}"
+        reply = await client.get(url, headers=alice.headers)
+        assert reply.status_code == 404, (url, reply.text)

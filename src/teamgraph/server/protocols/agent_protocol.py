@@ -399,7 +399,8 @@ def _update(event: Event) -> dict[str, Any] | None:
 async def _values(state: AppState, thread_id: str) -> dict[str, Any]:
     async with state.sessions() as db:
         row = await repo.claimed_session(db, thread_id)
-    assert row is not None
+    if row is None:  # deleted while the run was followed
+        raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Thread not found")
     current = await _state(state, row)
     values: dict[str, Any] = dict(current["values"])
     if current["interrupts"]:
@@ -408,10 +409,12 @@ async def _values(state: AppState, thread_id: str) -> dict[str, Any]:
 
 
 async def _run_of(state: AppState, user_id: str, thread_id: str, run_id: str) -> RunRow:
-    """The user's run ``run_id`` of thread ``thread_id`` — 404 otherwise."""
+    """The user's run ``run_id`` of thread ``thread_id`` — 404 otherwise (a run outlives its
+    deleted thread in the runs table, not here)."""
     row = await state.backend.runs.owned(run_id, user_id)
     if row is None or row.session_id != thread_id:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
+    await _owned(state, user_id, thread_id)
     return row
 
 
