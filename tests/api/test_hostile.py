@@ -366,3 +366,52 @@ async def test_the_runs_of_a_deleted_thread_are_404_on_the_agent_protocol(
         url = f"/langgraph/threads/{sid}/runs/{run_id}{suffix}"
         reply = await client.get(url, headers=alice.headers)
         assert reply.status_code == 404, (url, reply.text)
+
+
+def _token(settings: Settings, claims: dict[str, Any], secret: str | None = None) -> str:
+    import jwt
+
+    return jwt.encode(claims, secret or settings.jwt_secret, algorithm="HS256")
+
+
+async def test_tokens_without_the_claims_of_ours_are_401_naming_the_token(
+    client: httpx.AsyncClient, alice: User, api_settings: Settings
+) -> None:
+    import jwt
+
+    me = jwt.decode(alice.token, options={"verify_signature": False})
+    later = me["exp"]
+    forged = {
+        "no exp": _token(api_settings, {"sub": me["sub"]}),
+        "no sub": _token(api_settings, {"exp": later}),
+        "sub not a string": _token(api_settings, {"sub": 7, "exp": later}),
+        "exp not a number": _token(api_settings, {"sub": me["sub"], "exp": "tomorrow"}),
+        "exp past 9999": _token(api_settings, {"sub": me["sub"], "exp": 10**12}),
+        "another secret": _token(api_settings, {"sub": me["sub"], "exp": later}, "x" * 40),
+        "alg none": jwt.encode({"sub": me["sub"], "exp": later}, key=None, algorithm="none"),
+        "not a jwt": "not.a.jwt",
+    }
+    for what, token in forged.items():
+        reply = await client.get(
+            "/api/v1/auth/sessions", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert reply.status_code == 401, (what, reply.text)
+        assert "token" in reply.json()["detail"], (what, reply.text)
+    empty = await client.get("/api/v1/auth/sessions", headers={"Authorization": "Bearer "})
+    assert empty.status_code == 401 and "Not authenticated" in empty.text
+
+
+async def test_huge_bodies_and_forged_headers_get_a_clear_no(
+    client: httpx.AsyncClient, alice: User, api_settings: Settings
+) -> None:
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    url = f"{API}/sessions/{sid}/runs"
+    huge = b'{"input": "' + b"x" * (api_settings.max_body_bytes + 1) + b'"}'
+    headers = {**alice.headers, "content-type": "application/json"}
+    reply = await client.post(url, content=huge, headers=headers)
+    assert reply.status_code == 413 and f"{api_settings.max_body_bytes} bytes" in reply.text
+    long_input = await client.post(url, json={"input": "x" * 20_001}, headers=alice.headers)
+    assert long_input.status_code == 422 and "20000" in long_input.text
+    odd = {"X-Request-ID": b"x" * 500 + b"\xe9", "X-Forwarded-For": b"1.2.3.4, \xff"}
+    reply = await client.get("/api/v1/teams", headers={**alice.headers, **odd})
+    assert reply.status_code == 200 and len(reply.headers["x-request-id"]) == 32  # not echoed
