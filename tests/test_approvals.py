@@ -156,3 +156,18 @@ async def test_resume_without_a_decision_says_what_it_waits_for(settings: Any) -
 async def _drain(events: Any) -> None:
     async for _ in events:
         pass
+
+
+def test_an_edit_nested_too_deep_is_refused_with_why() -> None:
+    """Issue 31: edited arguments nested 900 deep were a RecursionError (a 500), not a refusal."""
+    from teamgraph.pauses import ApprovalRequest
+
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    request = ApprovalRequest(id="r", agent="a", tool="t", args={}, call_id="c", args_schema=schema)
+    for levels in (900, 5000):
+        deep: object = "x"
+        for _ in range(levels):
+            deep = [deep]
+        refused = request.edit_errors({"x": deep})
+        assert "is not of type 'string'" in refused or "nested too deep" in refused
+    assert request.edit_errors({"x": 1}) == "x: 1 is not of type 'string'"

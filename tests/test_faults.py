@@ -32,7 +32,8 @@ PATTERNS = {
     "single": "single.yaml",
     "nested": "hierarchical.yaml",
 }
-BOUNDARIES = [b for b in faults.BOUNDARIES if b != "events.stored"]  # server only: test_runs
+# events.stored: server only (test_runs); run.stored: before anything runs (test_plan_durability)
+BOUNDARIES = [b for b in faults.BOUNDARIES if b not in ("events.stored", "run.stored")]
 WITHOUT = {  # boundaries a pattern's example team never passes (checked below)
     "supervisor": {"step.done", "step.recorded", "tool.done", "tool.journaled"},
     "swarm": {"step.done", "step.recorded"},

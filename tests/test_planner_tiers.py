@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain_core.messages import BaseMessage
 
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel
@@ -100,3 +101,28 @@ async def test_last_resort_is_one_step_on_the_default_worker(settings: Any) -> N
 
 def _steps(result: Any) -> list[Any]:
     return list(result.plan.steps)
+
+
+def _broken(messages: list[BaseMessage]) -> str:
+    raise ValueError("planner broke")
+
+
+@pytest.mark.parametrize(
+    "planner", [_broken, lambda m: "not json at all"], ids=["raises", "no plan"]
+)
+async def test_a_failed_planner_runs_one_step_on_the_default_worker(
+    settings: Any, planner: Any
+) -> None:
+    """Issue 31: the model planner raising, or replying no plan at all (twice), is a planner
+    failure — one step on the team's ``default_worker``, never a rule router's clear match."""
+    request = "Compare Rust and Go on speed and safety"  # the rules would make three steps
+
+    def fn(messages: list[BaseMessage]) -> str:
+        return str(planner(messages)) if is_planner(messages) else "the answer"
+
+    team = workflow_team(settings, FunctionChatModel(fn=fn), default_worker="writer")
+    result, events = await run_collect(team, request)
+    assert result.planner_tier == "fallback"
+    assert [(s.worker, s.task) for s in result.steps] == [("writer", request)]
+    notes = by_type(events, "plan_created")[0].notes
+    assert any("the model planner failed" in n for n in notes), notes

@@ -561,7 +561,12 @@ def serve(
     os.environ.setdefault("TEAMGRAPH_JSON_LOGS", "true")
     with _worker_processes(workers or 0, settings):
         serve_app(  # our request log line carries request ids: no access log
-            create_app(settings), host, port, log_level="info", access_log=False
+            create_app(settings),
+            host,
+            port,
+            trusted_proxies=settings.trusted_proxies,
+            log_level="info",
+            access_log=False,
         )
 
 

@@ -176,10 +176,22 @@ class Settings(BaseSettings):
         description="Key that signs the Agent Protocol's webhook calls (HMAC-SHA256); empty: "
         "runs with a webhook are refused.",
     )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Addresses or networks of the reverse proxies whose X-Forwarded-For and "
+        'X-Forwarded-Proto are believed (e.g. ["10.0.0.5"]; "*": any). Empty (the default): '
+        "no proxy is trusted and the client address is the connection's own.",
+    )
     max_concurrent_runs: int = Field(
         default=4, ge=1, description="Runs executing at once in the server (others queue)."
     )
     max_body_bytes: int = Field(default=1_000_000, ge=1024, description="Request body limit.")
+    max_json_depth: int = Field(
+        default=32,
+        ge=4,
+        le=200,
+        description="How deep a JSON request body may nest (arrays, objects).",
+    )
 
     # --- scale-out: API processes and worker processes on PostgreSQL (docs/deploy.md) ---------
     execute_runs: bool = Field(

@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 
 BOUNDARIES = (
+    "run.stored",  # a new run's row is stored, nothing else of the run yet
     "model.done",  # a model reply is in memory, not yet journalled
     "model.journaled",  # ... and journalled
     "tool.done",  # a tool call's side effect is done, its result not yet journalled

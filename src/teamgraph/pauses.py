@@ -64,10 +64,14 @@ class ApprovalRequest(BaseModel):
             return ""
         from jsonschema import Draft202012Validator  # imported when an edit is checked
 
-        errors = sorted(Draft202012Validator(self.args_schema).iter_errors(args), key=str)
-        return "; ".join(
-            f"{'.'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}" for e in errors
-        )
+        try:  # an error's message shows its value: a deeply nested one cannot be shown
+            errors = list(Draft202012Validator(self.args_schema).iter_errors(args))
+            found = sorted(
+                f"{'.'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}" for e in errors
+            )
+        except RecursionError:
+            return "arguments: nested too deep to check against the tool's schema"
+        return "; ".join(found)
 
 
 class ApprovalPause(BaseModel):

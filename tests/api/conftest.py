@@ -104,11 +104,13 @@ members: [researcher, writer]
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """``app`` served by uvicorn on 127.0.0.1 in a thread of its own; its base URL."""
+def serving(app: Any, **options: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1 in a thread of its own (``options``: uvicorn's
+    config); its base URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", loop="asyncio"))
+    config = uvicorn.Config(app, log_level="warning", loop="asyncio", **options)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:

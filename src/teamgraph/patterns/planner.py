@@ -1,9 +1,14 @@
 """The workflow planner's tiers: a named template → a cached plan of a similar request
 (:mod:`teamgraph.planning.plan_cache`) → the model's plan (one repair) → the rules
-(decomposition, matched templates, routing) → one step on the default worker. Plans are read,
-checked and repaired with :mod:`teamgraph.plan`."""
+(decomposition, matched templates, routing) → one step on the default worker. A model planner
+that fails — it raises, or its last reply is no plan at all — on a team with a
+``workflow.default_worker`` goes straight to that worker (one step), as the seed does; a plan
+that breaks the rules or is unsure goes to the rules. Plans are read, checked and repaired with
+:mod:`teamgraph.plan`."""
 
 from __future__ import annotations
+
+from typing import Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
@@ -16,7 +21,7 @@ from teamgraph.llm.resolve import is_offline
 from teamgraph.plan import Plan, PlanDecision, PlanRules
 from teamgraph.planning.plan_cache import Scope
 from teamgraph.planning.routing import WorkerInfo
-from teamgraph.planning.rules import plan_by_rules
+from teamgraph.planning.rules import fallback_plan, plan_by_rules
 from teamgraph.planning.templates import Template, instantiate
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec
@@ -42,15 +47,20 @@ async def make_plan(request: str, ctx: RunContext, template: str | None = None) 
             plan = _checked(instantiate(found, request), ctx, notes, f"template {template!r}")
             if plan:
                 return PlanDecision(plan, "template", tuple(notes))
+    team = ctx.team
     if not _offline_planner(ctx):  # the offline model would plan by the same rules
         reused = await _cached_plan(request, ctx, notes)
         if reused:
             return PlanDecision(reused, "cache", tuple(notes))
-        plan = await _model_plan(request, ctx, notes)
-        if plan:
-            await _remember(request, ctx, plan, notes)
-            return PlanDecision(plan, "llm", tuple(notes))
-    team = ctx.team
+        planned = await _model_plan(request, ctx, notes)
+        if isinstance(planned, Plan):
+            await _remember(request, ctx, planned, notes)
+            return PlanDecision(planned, "llm", tuple(notes))
+        if planned == FAILED and team.workflow.default_worker:
+            notes.append(f"the model planner failed: one step on {team.default_worker!r}")
+            return PlanDecision(
+                fallback_plan(request, team.default_worker), "fallback", tuple(notes)
+            )
     ruled = plan_by_rules(
         request,
         [WorkerInfo(m.name, m.description, m.searches) for m in team.members],
@@ -61,7 +71,14 @@ async def make_plan(request: str, ctx: RunContext, template: str | None = None) 
     return PlanDecision(ruled.plan, ruled.tier, (*notes, *ruled.notes))
 
 
-async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan | None:
+FAILED: Final = "failed"  # the model planner raised, or its last reply was no plan at all
+
+
+async def _model_plan(
+    request: str, ctx: RunContext, notes: list[str]
+) -> Plan | Literal["failed"] | None:
+    """The model's plan; ``None`` when it breaks the rules or is unsure (the rules tier
+    decides), :data:`FAILED` when the planner gave no plan at all."""
     team, opts = ctx.team, ctx.team.workflow
     model, model_name = ctx.models.for_role(PLANNER, team.model, team.model_kwargs)
     system = prompts.planner_system(
@@ -81,9 +98,9 @@ async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan |
             reply = await ask(ctx, caller, messages, scope.model_call(attempt + 1), brief)
         except RunStop:
             raise  # the run stops (budget, provider down): not a planner failure
-        except Exception as exc:  # the planner's failure falls through to the rule tiers
+        except Exception as exc:  # the planner's failure: the default worker, or the rules
             notes.append(f"model planner failed: {type(exc).__name__}: {exc}")
-            return None
+            return FAILED
         plan, errors = rules.parse(reply.text)
         if plan is not None and not errors:
             if plan.confidence >= opts.confidence_threshold:
@@ -95,7 +112,7 @@ async def _model_plan(request: str, ctx: RunContext, notes: list[str]) -> Plan |
             return None
         notes.append(f"model plan invalid (attempt {attempt + 1}): {'; '.join(errors)}")
         messages += [AIMessage(reply.text), HumanMessage(prompts.repair_message(errors))]
-    return None
+    return FAILED if plan is None else None
 
 
 def _cache_scope(ctx: RunContext) -> Scope:

@@ -61,7 +61,7 @@ def _plan_by_rules(
         return PlanDecision(instantiate(weak[0], request), "template", tuple(notes))
     notes.append("no decomposition rule, template or worker description matched the request")
     worker = default if default in names else names[0]
-    return PlanDecision(_fallback(request, worker), "fallback", tuple(notes))
+    return PlanDecision(fallback_plan(request, worker), "fallback", tuple(notes))
 
 
 # A request that brings its own material ("review *this* essay", "translate the text below",
@@ -117,7 +117,8 @@ def _fitting_templates(
     return fitting
 
 
-def _fallback(request: str, worker: str) -> Plan:
+def fallback_plan(request: str, worker: str) -> Plan:
+    """One step: ``worker`` takes the whole request."""
     return Plan(
         name="Single step",
         reasoning=f"No plan could be made; the default worker {worker!r} takes the request.",

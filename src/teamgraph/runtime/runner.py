@@ -59,6 +59,12 @@ from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
 
 
+def check_request(request: str) -> None:
+    """Refuse a request no run can start on (:class:`UsageError`), before anything is stored."""
+    if not request.strip():
+        raise UsageError("the request is empty: say what the team should do")
+
+
 class Runner:
     """Runs one team against a :class:`Backend`. ``slots`` (shared by a server's runners) bounds
     how many runs execute at once; ``hooks`` see every event of every run. Every run's events
@@ -135,15 +141,13 @@ class Runner:
         into: list[RunResult] | None = None,
         log: EventLog | None = None,
     ) -> AsyncGenerator[Event, None]:
-        if not request.strip():
-            raise UsageError("the request is empty: say what the team should do")
+        check_request(request)
         run_id = run_id or uuid.uuid4().hex
         thread_id = thread_id or run_id
         if not accepted:  # nothing stored yet: a failing preparation is the caller's error
             await self._prepare()
-            await self.backend.runs.create(
-                self.run_row(request, run_id, thread_id, template, user_id)
-            )
+            row = self.run_row(request, run_id, thread_id, template, user_id, plan=plan)
+            await self.backend.runs.create(row)
         queue: asyncio.Queue[BaseEvent | None] = asyncio.Queue()
         seqs = self.backend.runs.seqs(run_id, 0, ROW_RESERVE)
         log = log or EventLog(self.writer)
@@ -163,7 +167,7 @@ class Runner:
         async def begin() -> None:  # inside the run: a failure here is its run_failed event
             if accepted:
                 await self._prepare()
-            if plan is not None:  # kept for a start again before the first checkpoint
+            if plan is not None and accepted:  # the caller's row may not hold it: keep it
                 await ctx.journal.keep_input_plan(run_id, plan.to_dict())
             await self.pattern.announce_input(ctx, graph_input, True)
 
@@ -183,9 +187,11 @@ class Runner:
         thread_id: str,
         template: str | None = None,
         user_id: str | None = None,
+        plan: Plan | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """The ``runs`` row of a new run, with the first block of event seqs reserved."""
+        """The ``runs`` row of a new run, with the first block of event seqs reserved and its
+        explicit ``plan`` (a start again before the first checkpoint runs that plan)."""
         status: RunStatus = "running"
         return {
             "id": run_id,
@@ -195,6 +201,7 @@ class Runner:
             "pattern": self.team.pattern,
             "input": request,
             "template": template,
+            "input_plan": None if plan is None else plan.to_dict(),
             "status": status,
             "user_id": user_id,
             "last_seq": ROW_RESERVE,  # seqs reserved with the row: most runs need no other write
@@ -239,7 +246,7 @@ class Runner:
         if snapshot.interrupts:
             command = await self._reply(run_id, snapshot.interrupts, answer, decisions, default)
         elif snapshot.metadata is None:  # stopped before its first checkpoint: start again
-            given = await Journal(self.backend.journal).input_plan(run_id)
+            given = row.input_plan or await Journal(self.backend.journal).input_plan(run_id)
             plan = None if given is None else Plan.from_dict(given)
             command = self.pattern.start(
                 self.team, RunInput(row.input, row.template, plan, self.templates)

@@ -119,8 +119,20 @@ def _needs_claims(dependant: Dependant) -> bool:
     return any(d.call is get_claims or _needs_claims(d) for d in dependant.dependencies)
 
 
-def serve(app: FastAPI, host: str, port: int, **options: Any) -> None:
-    """Run ``app`` under uvicorn in this process (``teamgraph serve``).
+def proxy_options(trusted_proxies: Sequence[str]) -> dict[str, Any]:
+    """uvicorn's proxy settings for ``trusted_proxies``: none trusted (the default) turns its
+    proxy headers off, so a forged ``X-Forwarded-For`` changes no client address (uvicorn's own
+    default trusts 127.0.0.1, i.e. anything on the host)."""
+    if not trusted_proxies:
+        return {"proxy_headers": False, "forwarded_allow_ips": ""}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(trusted_proxies)}
+
+
+def serve(
+    app: FastAPI, host: str, port: int, trusted_proxies: Sequence[str] = (), **options: Any
+) -> None:
+    """Run ``app`` under uvicorn in this process (``teamgraph serve``), believing the forwarded
+    headers of ``trusted_proxies`` only (:func:`proxy_options`).
 
     The heap left by start-up (every imported module: ~170 000 objects, all alive for the whole
     process) is frozen first, so Python's full garbage collections no longer walk it: a full
@@ -130,4 +142,4 @@ def serve(app: FastAPI, host: str, port: int, **options: Any) -> None:
 
     gc.collect()
     gc.freeze()
-    uvicorn.run(app, host=host, port=port, **options)
+    uvicorn.run(app, host=host, port=port, **proxy_options(trusted_proxies), **options)

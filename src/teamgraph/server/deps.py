@@ -83,6 +83,32 @@ async def current_user(claims: Claims, state: State) -> UserRow:
 CurrentUser = Annotated[UserRow, Depends(current_user)]
 
 
+def _session_token(claims: TokenClaims, wants: str) -> HTTPException:
+    return HTTPException(
+        status.HTTP_403_FORBIDDEN,
+        detail=f"This session token acts on its own session ({claims.session_id}) only: "
+        f"{wants} needs the user's token",
+    )
+
+
+async def managing_user(claims: Claims, user: CurrentUser) -> UserRow:
+    """The user of a user's token (or API key): listing and creating sessions is the user's,
+    never a session token's (403)."""
+    if claims.session_id is not None:
+        raise _session_token(claims, "managing sessions")
+    return user
+
+
+ManagingUser = Annotated[UserRow, Depends(managing_user)]
+
+
+def check_scope(claims: TokenClaims, session_id: str | None) -> None:
+    """A session token acts on its own session only: 403 for any other (before any lookup, so
+    the answer says nothing of whether that session exists)."""
+    if claims.session_id is not None and claims.session_id != session_id:
+        raise _session_token(claims, f"session {session_id}")
+
+
 async def current_session(claims: Claims, user: CurrentUser, db: Db) -> SessionRow:
     """The session of a session token (``POST /api/v1/auth/session``), as the FastAPI agent
     template's chat routes expect."""
@@ -97,8 +123,10 @@ async def current_session(claims: Claims, user: CurrentUser, db: Db) -> SessionR
 CurrentSession = Annotated[SessionRow, Depends(current_session)]
 
 
-async def session_of(session_id: str, user: CurrentUser, db: Db) -> SessionRow:
-    """A session in the path that the user owns — 404 otherwise (never leaks existence)."""
+async def session_of(session_id: str, claims: Claims, user: CurrentUser, db: Db) -> SessionRow:
+    """A session in the path that the user owns — 404 otherwise (never leaks existence); a
+    session token's own session only (403)."""
+    check_scope(claims, session_id)
     row = await repo.owned_session(db, user.id, session_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Session not found")
@@ -120,6 +148,7 @@ async def owned_or_404(state: AppState, query: Select[T], what: str, **params: A
 async def session_read(session_id: str, claims: Claims, request: Request) -> SessionRow:
     """Like :func:`session_of`, read directly: for routes that do not change the session. The
     owned session is the check: a valid token's user owns it (no read of the user's row)."""
+    check_scope(claims, session_id)
     return await owned_or_404(
         state_of(request),
         repo.OWNED_SESSION,

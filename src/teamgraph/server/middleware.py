@@ -1,6 +1,6 @@
 """The service's middleware, outermost first: request context (request id, latency metric,
-access log) → CORS → rate limits → body size limit → the app. All are pure ASGI, so SSE streams
-pass through unbuffered."""
+access log) → CORS → rate limits → body size limit → JSON limits → the app. All are pure ASGI,
+so SSE streams pass through unbuffered."""
 
 from __future__ import annotations
 
@@ -52,7 +52,12 @@ class BodyLimitMiddleware:
             await BodyLimitMiddleware(self.app, self.uploads)(scope, receive, send)
             return
         declared = _header(scope, b"content-length")  # not a number: only the count decides
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+        if (
+            declared is not None
+            and declared.isascii()
+            and declared.isdigit()
+            and int(declared) > self.limit
+        ):
             await _too_large(self.limit, scope, receive, send)
             return
         received = 0
@@ -78,6 +83,96 @@ class BodyLimitMiddleware:
             if started:
                 raise
             await _too_large(self.limit, scope, receive, send)
+
+
+class JsonLimitMiddleware:
+    """Every JSON body (``application/json``, ``application/*+json``, or no content type, as
+    FastAPI parses it) is checked before any route reads it: 400 when it is not UTF-8 or is
+    nested deeper than ``max_depth`` arrays and objects — the depth no route needs and a
+    recursive parser, encoder or validator could choke on. The body is read whole here (its
+    size is bounded by the body limit outside); the error is raised inside the app, so each
+    dialect writes it in its own error shape."""
+
+    def __init__(self, app: ASGIApp, max_depth: int) -> None:
+        self.app = app
+        self.max_depth = max_depth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _json_content(_header(scope, b"content-type")):
+            await self.app(scope, receive, send)
+            return
+        checked = False
+
+        async def checking_receive() -> Message:
+            nonlocal checked
+            if checked:
+                return await receive()
+            checked = True
+            message = await receive()
+            chunks = [message.get("body", b"")]
+            while message["type"] == "http.request" and message.get("more_body", False):
+                message = await receive()
+                chunks.append(message.get("body", b""))
+            if message["type"] != "http.request":
+                return message  # the client went away
+            data = b"".join(chunks)
+            json_problem(data, self.max_depth)
+            return {"type": "http.request", "body": data, "more_body": False}
+
+        await self.app(scope, checking_receive, send)
+
+
+def _json_content(content_type: str | None) -> bool:
+    if not content_type:
+        return True
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")  # depth does not care which kind of bracket
+
+
+def json_problem(data: bytes, max_depth: int) -> None:
+    """Raise a 400 naming what is wrong with the JSON text ``data`` if it is not UTF-8 or is
+    nested deeper than ``max_depth`` (other syntax errors are the parser's to report)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPException(
+            400, detail=f"Request body is not valid UTF-8 (byte {exc.start}): JSON must be UTF-8"
+        ) from None
+    if json_depth(data, max_depth) > max_depth:
+        raise HTTPException(
+            400, detail=f"Request body is JSON nested deeper than {max_depth} levels (the limit)"
+        )
+
+
+def json_depth(data: bytes, limit: int) -> int:
+    """How deep the JSON text's arrays and objects nest, counted up to ``limit + 1``. Strings
+    are dropped, then each pass removes the innermost pairs (one level per pass, in C);
+    brackets that do not pair up (not JSON) are counted one by one."""
+    brackets = _STRING.sub(b"", data).translate(_ONE_KIND, _NOT_BRACKETS)
+    if b"[" * (limit + 1) in brackets:  # the common deep body: one run of openings
+        return limit + 1
+    depth = 0
+    while brackets and depth <= limit:
+        fewer = brackets.replace(b"[]", b"")
+        if fewer == brackets:  # unpaired: the deepest opening run counts
+            return depth + _open_run(brackets)
+        brackets, depth = fewer, depth + 1
+    return depth
+
+
+def _open_run(brackets: bytes) -> int:
+    level = deepest = 0
+    for byte in brackets:
+        level += 1 if byte == ord("[") else -1
+        deepest = max(deepest, level)
+    return deepest
 
 
 async def _too_large(limit: int, scope: Scope, receive: Receive, send: Send) -> None:
@@ -161,6 +256,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 def install_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     # add_middleware puts each new one outside the previous ones: add innermost first
+    app.add_middleware(JsonLimitMiddleware, max_depth=settings.max_json_depth)
     app.add_middleware(
         BodyLimitMiddleware, limit=settings.max_body_bytes, uploads=settings.max_upload_bytes
     )

@@ -27,10 +27,11 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import suppress
 from typing import Any, Literal
 
-from teamgraph.errors import RunConflict, UsageError
+from teamgraph.errors import RunConflict
 from teamgraph.events import Event
 from teamgraph.runtime import event_log as rl
 from teamgraph.runtime.backend import LEND_WAIT_S, RECONNECT_S
+from teamgraph.runtime.runner import check_request
 from teamgraph.server import repositories as repo
 from teamgraph.server import tracing
 from teamgraph.server.run_manager import RunManager, busy
@@ -169,8 +170,7 @@ class QueuedRunManager(RunManager):
     ) -> str:
         """Store the run (``pending``), its user's message and ``also`` in one transaction, then
         enqueue it; returns its id."""
-        if not request.strip():
-            raise UsageError("the request is empty: say what the team should do")
+        check_request(request)
         runner = self.runner(team_name)
         run_id = uuid.uuid4().hex
         row = runner.run_row(request, run_id, session.id, template, user_id, session_id=session.id)

@@ -5,8 +5,9 @@ read it) and per client IP.
 An in-process sliding-window log: every key keeps the times of its last ``N`` admitted requests, so
 "N per period" holds over *any* window of that length. Limits live in one process: with several
 workers each enforces its own (put a shared limiter in front for a hard global cap). The client IP
-is the ASGI ``client`` address; behind a proxy run uvicorn with ``--proxy-headers`` and
-``--forwarded-allow-ips`` so that address is the real client's.
+is the ASGI ``client`` address: the connection's own unless ``TEAMGRAPH_TRUSTED_PROXIES`` lists
+the reverse proxy in front (then uvicorn takes it from that proxy's ``X-Forwarded-For``; no
+other sender's header is believed).
 """
 
 from __future__ import annotations

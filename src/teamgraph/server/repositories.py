@@ -60,14 +60,21 @@ async def claimed_session(db: AsyncSession, session_id: str) -> SessionRow | Non
     return await db.get(SessionRow, session_id)
 
 
-async def conversation_session(
-    db: AsyncSession, user_id: str, team: str, key: str
-) -> SessionRow | None:
-    """The user's session on ``team`` whose conversation so far hashes to ``key``."""
-    query = select(SessionRow).where(
-        SessionRow.user_id == user_id, SessionRow.team == team, SessionRow.conversation_key == key
+async def conversation_sessions(
+    db: AsyncSession, user_id: str, team: str, key: str, limit: int = 2
+) -> list[SessionRow]:
+    """The user's sessions on ``team`` whose conversation so far hashes to ``key`` (at most
+    ``limit``: whether it is one or more is what the caller needs)."""
+    query = (
+        select(SessionRow)
+        .where(
+            SessionRow.user_id == user_id,
+            SessionRow.team == team,
+            SessionRow.conversation_key == key,
+        )
+        .limit(limit)
     )
-    return (await db.scalars(query)).first()
+    return list((await db.scalars(query)).all())
 
 
 async def keep_conversation_key(direct: Direct, session_id: str, key: str) -> None:

@@ -22,14 +22,14 @@ from typing import Any, Literal
 from teamgraph.errors import RunConflict
 from teamgraph.events import BaseEvent, Event, RunCompleted
 from teamgraph.runtime import event_log as rl
-from teamgraph.runtime.runner import Runner
+from teamgraph.runtime.runner import Runner, check_request
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
 from teamgraph.server.logging import bind_run
 from teamgraph.server.state import AppState
 from teamgraph.status import OPEN, PAUSED, RunStatus
 from teamgraph.storage.direct import Statement
-from teamgraph.storage.models import RunRow, SessionRow
+from teamgraph.storage.models import RunRow, SessionRow, utcnow
 from teamgraph.storage.outages import is_outage, until_reachable
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,8 @@ class RunManager:
     ) -> str:
         """Start a run on the session's thread; returns once it is stored (its row, owner and
         session, the user's message and ``also``: one transaction) and its first event is
-        emitted."""
+        emitted. A request no run can start on is refused before anything is stored."""
+        check_request(request)
         runner = self.runner(team_name)
         log = rl.EventLog(self._writer)
         live = _Live(uuid.uuid4().hex, session.id, user_id, None, True, log)
@@ -301,6 +302,11 @@ class RunManager:
                 row = await self.state.backend.runs.get(live.run_id)
                 if row.status in OPEN:
                     await self.state.backend.runs.cancel_stored(row.id, "cancelled", live.last_seq)
+            elif live.new and not live.ready.done():  # stored, then refused before its first event
+                if error is not None and is_outage(error):  # closed once the database is back
+                    self._later(live.run_id, lambda: self._refused(live, error))
+                else:
+                    await self._refused(live, error)
         except Exception:
             log.exception("could not close run %s cleanly", live.run_id)
         finally:
@@ -335,6 +341,26 @@ class RunManager:
 
         with bind_run(run_id):
             self._recovering[run_id] = asyncio.get_running_loop().create_task(resume())
+
+    def _later(self, run_id: str, write: Callable[[], Awaitable[None]]) -> None:
+        """``write`` once the database answers again (a run's closing write an outage held)."""
+
+        async def written() -> None:
+            try:
+                await until_reachable(write, what=f"closing run {run_id}")
+            finally:
+                self._recovering.pop(run_id, None)
+
+        self._recovering[run_id] = asyncio.get_running_loop().create_task(written())
+
+    async def _refused(self, live: _Live, error: BaseException | None) -> None:
+        """A new run whose row is stored but which never started ends ``failed``, with why."""
+        row = await self.state.backend.runs.get(live.run_id)
+        if row.status in OPEN:
+            reason = str(error) if error is not None else "the run stopped before it started"
+            await self.state.backend.runs.update(
+                row.id, status="failed", error=reason, finished_at=utcnow()
+            )
 
     def on_event(self, event: BaseEvent) -> None:
         """A run hook: every event of a live run (the runner adds it to the run's log)."""

@@ -42,6 +42,8 @@ class RunRow(Base):
     pattern: Mapped[str] = mapped_column(String(32))
     input: Mapped[str] = mapped_column(Text)
     template: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # the explicit plan the run was started with, stored with the row in one transaction
+    input_plan: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     status: Mapped[str] = mapped_column(String(32), index=True)
     planner_tier: Mapped[str | None] = mapped_column(String(32), nullable=True)
     output: Mapped[str | None] = mapped_column(Text, nullable=True)

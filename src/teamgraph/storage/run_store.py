@@ -34,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.orm import make_transient_to_detached
 
+from teamgraph import faults
 from teamgraph.errors import LeaseLost, RunNotFound, UsageError
 from teamgraph.events import BaseEvent, Event, RunCancelled, event_from_json
 from teamgraph.status import RunStatus
@@ -168,6 +169,7 @@ class SqlRunStore:
         statements = [(insert(RunRow), row), *also]
         if not unless:
             await self.direct.run(statements)
+            faults.point("run.stored")
             return None
 
         def create_unless(conn: Connection) -> RunRow | None:
@@ -183,7 +185,10 @@ class SqlRunStore:
                 conn.execute(statement, parameters)
             return None
 
-        return await self.direct.transaction(create_unless)
+        latest = await self.direct.transaction(create_unless)
+        if latest is None:
+            faults.point("run.stored")
+        return latest
 
     async def update(self, run_id: str, **fields: Any) -> None:
         """Set fields of a run's row; a fenced run's (:meth:`fence`) only while this process

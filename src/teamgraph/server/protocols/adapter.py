@@ -32,7 +32,8 @@ from starlette.responses import StreamingResponse
 
 from teamgraph.events import Event
 from teamgraph.result import RunResult
-from teamgraph.server.sse import SSE, streaming_response
+from teamgraph.runtime import event_log as rl
+from teamgraph.server.sse import SSE, Final, streaming_response
 from teamgraph.server.state import AppState
 from teamgraph.server.turns import Opened, result_of
 
@@ -85,19 +86,24 @@ class EventStream(ABC, Generic[F]):
         return self._result
 
     async def stream(self) -> AsyncIterator[str]:
-        """The whole stream: the start, the turn's events as they come, the end."""
+        """The whole stream: the start, the turn's events as they come, the end. The frames of
+        the batch that ends or pauses the run are held back and written with the ending's, as
+        the response's last write (:class:`~teamgraph.server.sse.Final`): the client has the
+        whole response when it reads the run's last event."""
+        last = ""
         try:
             async for frame in self.on_start():
                 yield self.encode(frame)
             if not self.turn.notice:
                 async for batch in self.state.runs.batches(self.turn.run_id, self.turn.after_seq):
-                    if written := self.encode_batch(batch):
+                    written = last + self.encode_batch(batch)
+                    last = written if any(rl.kind(e) in rl.STOPS for e in batch) else ""
+                    if written and not last:
                         yield written
-            async for frame in self.on_end():
-                yield self.encode(frame)
+            ending = [self.encode(frame) async for frame in self.on_end()]
+            yield Final(last + "".join(ending))
         except Exception as error:
-            for frame in self.on_error(error):
-                yield self.encode(frame)
+            yield Final(last + "".join(self.encode(frame) for frame in self.on_error(error)))
 
     def response(self, headers: Mapping[str, str] | None = None) -> StreamingResponse:
         return streaming_response(self.stream(), self.media_type, headers)

@@ -446,10 +446,12 @@ async def _resume(state: AppState, row: SessionRow, value: Any) -> Intent:
 
 
 async def _run_of(state: AppState, user_id: str, thread_id: str, run_id: str) -> RunRow:
-    """The user's run ``run_id`` of thread ``thread_id`` — 404 otherwise."""
+    """The user's run ``run_id`` of thread ``thread_id`` — 404 otherwise (a run outlives its
+    deleted thread in the runs table, not here)."""
     row = await state.backend.runs.owned(run_id, user_id)
     if row is None or row.session_id != thread_id:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
+    await threads.owned(state, user_id, thread_id)
     return row
 
 

@@ -122,7 +122,8 @@ def parse_last_event_id(value: str | None) -> tuple[int, int] | None:
     if value is None or not value.strip():
         return None
     seq, _, part = value.strip().partition(":")
-    if not seq.isdigit() or (part and not part.isdigit()) or int(seq) > MAX_SEQ:
+    digits = seq.isascii() and seq.isdigit() and (not part or (part.isascii() and part.isdigit()))
+    if not digits or len(seq) > 12 or int(seq) > MAX_SEQ:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT,
             detail=f"Last-Event-ID: {value[:40]!r} is not a stream part id (<seq>:<n>)",

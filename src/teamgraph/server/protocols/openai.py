@@ -2,16 +2,21 @@
 and ``POST /v1/chat/completions`` (``model`` = a team's name), streamed or not, for the
 ``openai`` SDKs and every tool that takes an OpenAI base URL.
 
-The client sends the whole conversation each time; the server keeps it as a session: a request
-whose earlier messages are a conversation this server answered continues that session (its
-thread: the team remembers, and an answer to a question the run asked resumes the run — the
-last user message is a chat :class:`~teamgraph.server.turns.Start`); otherwise the last user
-message starts a new session; while the session's run waits for decisions on tool calls, a last
-user message ``approve`` or ``reject`` decides them (:func:`~.reply.chat_intent`). The team's
-final answer is the assistant message; its progress (plan, steps, tools) is left out, or sent
-as ``reasoning_content`` deltas with ``"progress": "reasoning"`` in the request body. Every
-error under ``/v1/`` has OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``
-(:data:`ERROR_SHAPE`).
+The client sends the whole conversation each time; the server keeps it as a session, and never
+joins two conversations silently. A request continues a session (its thread: the team remembers,
+and an answer to a question the run asked resumes the run — the last user message is a chat
+:class:`~teamgraph.server.turns.Start`) when it names it — the ``X-Teamgraph-Session`` header or
+``metadata.session_id`` (the ``teamgraph.session_id`` of an answer), or ``metadata.previous_id``
+(an answer's ``id`` echoed back) — or when its earlier messages are the conversation of exactly
+one of the user's sessions (per ``user``, the end user, when the request gives it). When they
+could be two conversations (two that started with the same words), a new session starts.
+While the session's run waits for decisions on tool calls, a last user message ``approve`` or
+``reject`` decides them (:func:`~.reply.chat_intent`).
+
+The team's final answer is the assistant message; its progress (plan,
+steps, tools) is left out, or sent as ``reasoning_content`` deltas with ``"progress":
+"reasoning"`` in the request body. Every error under ``/v1/`` has OpenAI's shape,
+``{"error": {"message", "type", "param", "code"}}`` (:data:`ERROR_SHAPE`).
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, Header, HTTPException, status
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -126,6 +131,14 @@ class CompletionRequest(BaseModel):
     progress: Literal["none", "reasoning"] = Field(
         default="none", description="teamgraph: send the run's progress as reasoning_content."
     )
+    user: str | None = Field(
+        default=None, max_length=256, description="The end user: conversations are theirs."
+    )
+    metadata: dict[str, str] | None = Field(
+        default=None,
+        description="teamgraph reads session_id (continue that session) and previous_id (the "
+        "id of the answer this request follows).",
+    )
 
 
 @router.get("/models")
@@ -153,7 +166,13 @@ async def model(model_id: str, user: CurrentUser, state: State) -> dict[str, Any
 
 @router.post("/chat/completions", response_model=None)
 async def completions(
-    body: CompletionRequest, user: CurrentUser, state: State, db: Db
+    body: CompletionRequest,
+    user: CurrentUser,
+    state: State,
+    db: Db,
+    x_teamgraph_session: Annotated[
+        str | None, Header(max_length=64, description="The session this request continues.")
+    ] = None,
 ) -> dict[str, Any] | StreamingResponse:
     if body.model not in state.teams:
         raise OpenAIError(
@@ -165,7 +184,8 @@ async def completions(
     *history, last = body.messages
     if last.role != "user" or not last.text.strip():
         raise OpenAIError(400, "The last message must be the user's, with text.", param="messages")
-    session = await _conversation(db, user.id, body.model, history)
+    named = x_teamgraph_session or (body.metadata or {}).get("session_id")
+    session = await _conversation(state, db, user.id, body, history, named)
     await db.close()  # give the request's connection back: a whole run needs the pool
     opened = await open_turn(
         state, await chat_intent(state, session, last.text), session, body.model
@@ -175,7 +195,7 @@ async def completions(
     turn = await follow(state, opened)
     approvals = bool(turn.approvals or opened.waiting)
     answer = _with_pause_note(turn.answer, turn.run_id, turn.result, turn.paused, approvals)
-    await _remember(state, session, body.messages, answer, turn.run_id, turn.paused)
+    await _remember(state, session, body, answer, turn.run_id, turn.paused)
     return {
         "id": f"chatcmpl-{turn.run_id}",
         "object": "chat.completion",
@@ -239,9 +259,7 @@ class CompletionChunks(EventStream[Chunk]):
         full = _with_pause_note(self.said, self.turn.run_id, result, paused, approvals)
         if full != self.said:
             yield self._delta({"content": full[len(self.said) :]})
-        await _remember(
-            self.state, self.session, self.body.messages, full, self.turn.run_id, paused
-        )
+        await _remember(self.state, self.session, self.body, full, self.turn.run_id, paused)
         finished = [{"index": 0, "delta": {}, "finish_reason": "stop"}]
         yield {"choices": finished, "teamgraph": _about(self.turn.run_id, self.session, result)}
         if self.body.stream_options is not None and self.body.stream_options.include_usage:
@@ -293,35 +311,69 @@ def _with_pause_note(
     return f"{answer}\n\n(teamgraph: run {run_id} is paused. {how}.)"
 
 
-def conversation_key(messages: Sequence[tuple[str, str]]) -> str:
-    """The hash of a conversation's user and assistant messages (system prompts aside)."""
-    kept = [[role, text.strip()] for role, text in messages if role in ("user", "assistant")]
+def conversation_key(messages: Sequence[tuple[str, str]], end_user: str | None = None) -> str:
+    """The hash of a conversation's user and assistant messages (system prompts aside), and of
+    its end user when the request names one."""
+    kept: list[Any] = [[r, t.strip()] for r, t in messages if r in ("user", "assistant")]
+    if end_user:
+        kept.insert(0, ["end_user", end_user])
     return hashlib.sha256(json.dumps(kept, ensure_ascii=False).encode()).hexdigest()
 
 
 async def _conversation(
-    db: AsyncSession, user_id: str, team: str, history: Sequence[Message]
+    state: AppState,
+    db: AsyncSession,
+    user_id: str,
+    body: CompletionRequest,
+    history: Sequence[Message],
+    named: str | None,
 ) -> SessionRow:
-    """The user's session on ``team`` whose conversation ``history`` is, else a new one."""
+    """The session the request continues: the one it names (``named``, or the session of the
+    answer ``metadata.previous_id``), else the one session of the user on the team whose
+    conversation ``history`` is; a new one when there is none — or more than one."""
+    previous = (body.metadata or {}).get("previous_id")
+    if named is None and previous is not None:
+        named = await _session_of_answer(state, user_id, previous)
+    if named is not None:
+        found = await repo.owned_session(db, user_id, named)
+        if found is None or found.team != body.model:
+            raise OpenAIError(
+                status.HTTP_404_NOT_FOUND,
+                f"No conversation {named!r} of yours with the model {body.model!r}.",
+            )
+        return found
     if any(m.role in ("user", "assistant") for m in history):
-        key = conversation_key([(m.role, m.text) for m in history])
-        found = await repo.conversation_session(db, user_id, team, key)
-        if found is not None:
-            return found
-    return await repo.create_session(db, user_id, team=team, name="OpenAI API")
+        key = conversation_key([(m.role, m.text) for m in history], body.user)
+        matches = await repo.conversation_sessions(db, user_id, body.model, key)
+        if len(matches) == 1:
+            return matches[0]
+    return await repo.create_session(db, user_id, team=body.model, name="OpenAI API")
+
+
+async def _session_of_answer(state: AppState, user_id: str, answer_id: str) -> str:
+    """The session of the user's answer ``chatcmpl-<run id>`` (404 for any other)."""
+    run = await state.backend.runs.owned(answer_id.removeprefix("chatcmpl-"), user_id)
+    if run is None or run.session_id is None:
+        raise OpenAIError(
+            status.HTTP_404_NOT_FOUND,
+            f"No conversation with an answer {answer_id!r} of yours.",
+            param="metadata.previous_id",
+        )
+    return run.session_id
 
 
 async def _remember(
     state: AppState,
     session: SessionRow,
-    messages: Sequence[Message],
+    body: CompletionRequest,
     answer: str,
     run_id: str,
     paused: bool,
 ) -> None:
     """The conversation so far, as the client will send it back next time, keys the session;
     a paused run's message joins the session's history (a finished run's is stored already)."""
-    said = [*((m.role, m.text) for m in messages), ("assistant", answer)]
-    await repo.keep_conversation_key(state.backend.direct, session.id, conversation_key(said))
+    said = [*((m.role, m.text) for m in body.messages), ("assistant", answer)]
+    key = conversation_key(said, body.user)
+    await repo.keep_conversation_key(state.backend.direct, session.id, key)
     if paused:
         await remember_pause(state, session.id, answer, run_id)

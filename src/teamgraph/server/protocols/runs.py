@@ -20,7 +20,15 @@ from teamgraph.errors import RunConflict
 from teamgraph.events import Event, TokenUsage
 from teamgraph.pauses import Decision
 from teamgraph.result import StepResult
-from teamgraph.server.deps import Claims, CurrentUser, Db, ReadSession, State, state_of
+from teamgraph.server.deps import (
+    Claims,
+    CurrentUser,
+    Db,
+    ReadSession,
+    State,
+    check_scope,
+    state_of,
+)
 from teamgraph.server.protocols.adapter import EventStream
 from teamgraph.server.run_manager import RunManager
 from teamgraph.server.schemas import SafeText
@@ -147,10 +155,12 @@ Manager = Annotated[RunManager, Depends(get_manager)]
 
 
 async def run_of(run_id: str, claims: Claims, state: State) -> RunRow:
-    """A run in the path that the token's user owns — 404 otherwise (never leaks existence)."""
+    """A run in the path that the token's user owns — 404 otherwise (never leaks existence); a
+    session token's: a run of its own session only (403)."""
     row = await state.backend.runs.owned(run_id, claims.user_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
+    check_scope(claims, row.session_id)
     return row
 
 
@@ -216,12 +226,13 @@ async def run_events(
     the events ready at once go out in one write."""
     state = state_of(request)
     owner = state.runs.owner(run_id)
-    if owner is None:
+    if owner is None or claims.session_id is not None:  # a session token: its session's runs
         await run_of(run_id, claims, state)
     elif owner != claims.user_id:
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Run not found")
     if last_event_id is not None:
-        if not last_event_id.strip().isdigit() or int(last_event_id) > MAX_SEQ:
+        seq = last_event_id.strip()
+        if not (seq.isascii() and seq.isdigit()) or int(seq) > MAX_SEQ:
             raise HTTPException(
                 status.HTTP_422_UNPROCESSABLE_CONTENT, detail="Last-Event-ID must be an event seq"
             )

@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from teamgraph.server import repositories as repo
-from teamgraph.server.deps import CurrentUser, Db, OwnedSession, State
+from teamgraph.server.deps import Db, ManagingUser, OwnedSession, State
 from teamgraph.server.routes.auth import issue_token
 from teamgraph.server.schemas import MessageOut, SessionCreate, SessionOut, SessionRename, Token
 from teamgraph.server.state import AppState
@@ -34,7 +34,7 @@ def _session_out(state: AppState, row: SessionRow, with_token: bool = False) -> 
 
 @router.post("/auth/session", response_model=SessionOut, status_code=status.HTTP_201_CREATED)
 async def create_session(
-    user: CurrentUser, state: State, db: Db, body: SessionCreate | None = None
+    user: ManagingUser, state: State, db: Db, body: SessionCreate | None = None
 ) -> SessionOut:
     """A new conversation on a team; the answer carries a session token for the chat routes."""
     body = body or SessionCreate()
@@ -49,7 +49,7 @@ async def create_session(
 
 
 @router.get("/auth/sessions", response_model=list[SessionOut])
-async def list_sessions(user: CurrentUser, state: State, db: Db) -> list[SessionOut]:
+async def list_sessions(user: ManagingUser, state: State, db: Db) -> list[SessionOut]:
     """The user's sessions, each with a session token of its own (as the template's clients
     switch to an older session with it)."""
     rows = await repo.list_sessions(db, user.id)
@@ -59,7 +59,17 @@ async def list_sessions(user: CurrentUser, state: State, db: Db) -> list[Session
 async def _new_name(request: Request) -> str:
     """The new name as JSON ``{"name"}`` or as the template's form field ``name``."""
     if request.headers.get("content-type", "").startswith("application/json"):
-        raw: Any = (await request.json() or {}).get("name")
+        try:
+            sent: Any = await request.json()
+        except ValueError as exc:  # not JSON (or empty)
+            loc, message = ["body"], f"Invalid JSON: {exc}"
+            error = {"type": "json_invalid", "loc": loc, "msg": message}
+            raise RequestValidationError([error]) from None
+        if not isinstance(sent, dict):
+            message = 'Input should be an object: {"name": "..."}'
+            loc = ["body"]
+            raise RequestValidationError([{"type": "dict_type", "loc": loc, "msg": message}])
+        raw: Any = sent.get("name")
     else:
         raw = (await request.form()).get("name")
     try:

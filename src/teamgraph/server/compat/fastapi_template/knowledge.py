@@ -76,7 +76,7 @@ async def documents(user: CurrentUser, state: State) -> dict[str, Any]:
 
 
 def _doc_id(doc_id: str) -> int:
-    if not doc_id.isdigit():
+    if not (doc_id.isascii() and doc_id.isdigit()):  # "¹".isdigit(), but int("¹") fails
         raise HTTPException(status.HTTP_404_NOT_FOUND, detail="Document not found")
     return int(doc_id)
 

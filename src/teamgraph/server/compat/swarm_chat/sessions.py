@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.server import repositories as repo
-from teamgraph.server.deps import CurrentUser, Db, OwnedSession, State
+from teamgraph.server.deps import CurrentUser, Db, ManagingUser, OwnedSession, State
 from teamgraph.server.schemas import SafeText
 from teamgraph.server.state import AppState
 from teamgraph.storage.models import MessageRow, RunRow, SessionRow, UserRow
@@ -38,7 +38,7 @@ class SessionUpdate(BaseModel):
 
 @router.get("")
 async def list_sessions(
-    user: CurrentUser,
+    user: ManagingUser,
     state: State,
     db: Db,
     search: Annotated[str | None, Query(max_length=200)] = None,
@@ -52,7 +52,7 @@ async def list_sessions(
 
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def create_session(
-    body: SessionIn, user: CurrentUser, state: State, db: Db
+    body: SessionIn, user: ManagingUser, state: State, db: Db
 ) -> dict[str, Any]:
     """A session on ``team``, else on the served team that has every agent in ``agentIds``
     (422 naming them when none has)."""
