@@ -61,7 +61,7 @@ def test_a_streamed_run_with_an_interrupt_resumed_by_command(base: str) -> None:
     assert kinds[0] == "metadata" and kinds[1] == "values" and kinds[-1] == "values"
     assert {"updates", "events"} <= set(kinds)
     [interrupt] = first[-1][1]["__interrupt__"]
-    assert "Could you say more" in interrupt["value"]
+    assert "Could you say more" in interrupt["value"]["question"]
     assert client.threads.get(thread)["status"] == "interrupted"
     assert client.threads.get_state(thread)["interrupts"] == [interrupt]
 
