@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Collection
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.runtime.backend import Backend
 from teamgraph.status import EXECUTING, FINISHED, PAUSED, STOPPED, RunStatus
@@ -117,6 +119,38 @@ async def _remove(backend: Backend, found: list[tuple[str, str]]) -> None:
     await backend.journal.forget(ids)
     await prune_threads(backend.checkpointer, sorted(threads), keep_latest=False)
     await backend.runs.delete(ids)
+
+
+@asynccontextmanager
+async def pruning(backend: Backend, settings: Settings) -> AsyncIterator[None]:
+    """While inside: every ``retention_interval_s``, :func:`prune` runs unchanged for
+    ``retention_days`` (nothing when it is unset). A failed pass is logged and tried again
+    at the next interval. Several processes may prune one database: removing is idempotent."""
+    if settings.retention_days is None:
+        yield
+        return
+    age = timedelta(days=settings.retention_days)
+
+    async def keep_pruning() -> None:
+        while True:
+            try:
+                pruned = await prune(backend, age, pause_s=PAUSE_S)
+                if pruned.runs:
+                    log.info("retention: removed %d run(s)", pruned.runs)
+            except Exception:
+                log.warning("retention: prune failed, tried again later", exc_info=True)
+            await asyncio.sleep(settings.retention_interval_s)
+
+    task = asyncio.create_task(keep_pruning(), name="teamgraph-retention")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
+
+
+PAUSE_S = 0.05  # between batches of the server's periodic prune
 
 
 def parse_age(text: str) -> timedelta:

@@ -476,7 +476,7 @@ class SqlRunStore:
             mode = (await self.direct.rows(text("PRAGMA auto_vacuum")))[0][0]
             if not free or mode != 2:  # 2: incremental
                 return freed
-            await self.direct.rows(text(f"PRAGMA incremental_vacuum({RECLAIM_PAGES})"))
+            await self.direct.write(text(f"PRAGMA incremental_vacuum({RECLAIM_PAGES})"))
             freed += min(int(free), RECLAIM_PAGES)
             await asyncio.sleep(0)
 
