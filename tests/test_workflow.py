@@ -203,6 +203,7 @@ def test_concat_report_format() -> None:
 
 async def test_llm_synthesizer_answers_from_step_results(settings: Any) -> None:
     settings = _with_history(settings)
+
     def fn(messages: list[BaseMessage]) -> str:
         system = str(messages[0].content)
         if system.startswith("You are the synthesizer"):

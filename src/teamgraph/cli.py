@@ -634,14 +634,17 @@ def prune(
     from teamgraph.runtime.retention import PRUNED, parse_age
     from teamgraph.runtime.retention import prune as prune_runs
 
-    age, statuses = parse_age(older_than), _statuses(status) if status else PRUNED
     settings = _settings(db)
 
     async def work() -> Any:
         async with open_backend(settings) as backend:
             return await prune_runs(backend, age, statuses, dry_run=dry_run)
 
-    pruned = _run_async(work())
+    try:
+        age, statuses = parse_age(older_than), _statuses(status) if status else PRUNED
+        pruned = _run_async(work())
+    except TeamgraphError as exc:
+        raise _fail(exc) from None
     verb = "would remove" if dry_run else "removed"
     shown = ", ".join(run[:SHORT_ID] for run in pruned.run_ids)
     more = ", …" if pruned.runs > len(pruned.run_ids) else ""
