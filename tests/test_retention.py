@@ -17,7 +17,7 @@ from teamgraph import Settings
 from teamgraph.errors import UsageError
 from teamgraph.plan import Plan, Step
 from teamgraph.runtime.diff import describe
-from teamgraph.runtime.retention import parse_age, prune
+from teamgraph.runtime.retention import compact, parse_age, prune
 from teamgraph.runtime.runner import Runner
 from teamgraph.runtime.team import Team
 from teamgraph.storage.models import MessageRow, RunRow, SessionRow, UserRow, utcnow
@@ -85,6 +85,21 @@ async def test_a_paused_run_keeps_everything_and_resumes(runner: Runner) -> None
     async for _ in runner.resume_stream("paused", answer="compare PostgreSQL and MongoDB"):
         pass
     assert (await runner.result("paused")).status == "completed"
+
+
+async def test_a_cancelled_run_keeps_its_journal_and_stays_resumable(
+    settings: Settings, runner: Runner
+) -> None:
+    assert await run(runner, "help me", "c") == "interrupted"
+    journal = await runner.backend.journal.values("c")
+    assert journal and await checkpoints(runner, "c") > 1
+    await runner.backend.runs.cancel_stored("c", "cancelled while paused")
+    await compact(runner.backend, settings, "c", "c", "cancelled")
+    assert await checkpoints(runner, "c") == 1
+    assert await runner.backend.journal.values("c") == journal  # replayed and counted on resume
+    async for _ in runner.resume_stream("c", answer="compare PostgreSQL and MongoDB"):
+        pass
+    assert (await runner.result("c")).status == "completed"
 
 
 # --- retention ----------------------------------------------------------------------------------

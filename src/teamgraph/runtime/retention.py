@@ -40,10 +40,12 @@ BATCH = 100  # runs removed per batch
 log = logging.getLogger(__name__)
 
 
-async def compact(backend: Backend, run_id: str, thread_id: str, status: str) -> None:
-    """Drop what nobody reads once the run ended with ``status`` (nothing for other statuses).
-    A failure is logged, never raised: the run has ended either way."""
-    if status not in COMPACTED:
+async def compact(
+    backend: Backend, settings: Settings, run_id: str, thread_id: str, status: str
+) -> None:
+    """Drop what nobody reads once the run ended with ``status`` (nothing for other statuses,
+    nor with ``compact_runs`` off). A failure is logged, never raised: the run has ended."""
+    if status not in COMPACTED or not settings.compact_runs:
         return
     try:
         await prune_threads(backend.checkpointer, [thread_id], keep_latest=True)

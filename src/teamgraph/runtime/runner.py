@@ -586,8 +586,8 @@ class Runner:
             usage_by_agent={k: v.model_dump() for k, v in ctx.usage.by_agent.items()},
             **{"finished_at": utcnow(), **fields},
         )
-        if self.config.settings.compact_runs:  # after the row says how the run ended
-            await compact(self.backend, ctx.run_id, ctx.thread_id, fields.get("status", ""))
+        status = fields.get("status", "")  # compacted once the row says how the run ended
+        await compact(self.backend, self.config.settings, ctx.run_id, ctx.thread_id, status)
 
 
 def _cassette(record: str | Path | None, replay: str | Path | None) -> Cassette | None:
