@@ -17,12 +17,12 @@ from teamgraph import Settings
 from teamgraph.errors import UsageError
 from teamgraph.plan import Plan, Step
 from teamgraph.runtime.diff import describe
-from teamgraph.runtime.retention import compact, parse_age, prune
+from teamgraph.runtime.retention import compact, parse_age, prune, pruning
 from teamgraph.runtime.runner import Runner
 from teamgraph.runtime.team import Team
 from teamgraph.storage.models import MessageRow, RunRow, SessionRow, UserRow, utcnow
 
-from .helpers import desk_team
+from .helpers import desk_team, eventually
 
 REQUEST = "Compare PostgreSQL and MongoDB on cost"
 NESTED = {"name": "top", "members": [{"name": "desk", "description": "w", "members": ["writer"]}]}
@@ -139,6 +139,24 @@ async def test_prune_removes_old_runs_whole_and_leaves_live_ones(
     assert (await runner.result("live")).status == "completed"
     paused = await prune(backend, timedelta(days=30), ["interrupted"])
     assert paused.run_ids == ["old-paused"] and await _threads(settings) == {"S", "new"}
+
+
+async def test_the_servers_retention_setting_prunes_while_it_runs(
+    settings: Settings, runner: Runner
+) -> None:
+    assert await run(runner, REQUEST, "old") == "completed"
+    assert await run(runner, REQUEST, "new") == "completed"
+    aged = utcnow() - timedelta(days=40)
+    await runner.backend.direct.write(
+        update(RunRow).where(RunRow.id == "old").values(updated_at=aged)
+    )
+    retaining = settings.model_copy(update={"retention_days": 30})
+
+    async def gone() -> bool:
+        return [r.id for r in await runner.backend.runs.list()] == ["new"]
+
+    async with pruning(runner.backend, retaining):
+        await eventually(gone, "the old run removed")
 
 
 async def test_prune_refuses_live_statuses_and_bad_ages(runner: Runner) -> None:
