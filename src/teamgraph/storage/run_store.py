@@ -49,7 +49,7 @@ from teamgraph.storage.models import (
     TurnResultRow,
     utcnow,
 )
-from teamgraph.storage.notify import CONTROL, EVENTS, notify_statement
+from teamgraph.storage.notify import CONTROL, EVENTS, events_note, notify_statement
 
 BLOCK = 1000  # seqs reserved in one row write
 ROW_RESERVE = 10 * BLOCK  # seqs reserved by the write that starts (or resumes) an execution
@@ -483,15 +483,19 @@ class SqlRunStore:
 
 class PostgresRunStore(SqlRunStore):
     """:class:`SqlRunStore` on PostgreSQL, telling other processes what it stores: each batch
-    of events notifies ``tg_events`` (per run, its last seq) and a cancel request notifies
-    ``tg_control`` — in the transaction that stores them."""
+    of events notifies ``tg_events`` (per run, its last seq and, when they fit, the events
+    themselves) and a cancel request notifies ``tg_control`` — in the transaction that stores
+    them."""
 
     def _stored(self, events: Sequence[BaseEvent], *also: Statement) -> Sequence[Statement]:
         events = self._kept(events)
-        last: dict[str, int] = {}
+        runs: dict[str, list[BaseEvent]] = {}
         for event in events:
-            last[event.run_id] = max(last.get(event.run_id, 0), event.seq)
-        notes = [notify_statement(EVENTS, f"{run}:{seq}") for run, seq in last.items()]
+            runs.setdefault(event.run_id, []).append(event)
+        notes = [
+            notify_statement(EVENTS, events_note(run, batch[-1].seq, [e.encoded for e in batch]))
+            for run, batch in runs.items()  # a run's events come in seq order
+        ]
         return [*_inserted(events), *also, *notes]
 
     async def request_cancel(self, run_id: str) -> None:
