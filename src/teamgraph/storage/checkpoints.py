@@ -234,14 +234,14 @@ async def _threads(saver: BaseCheckpointSaver[Any], thread_ids: Sequence[str]) -
     pool = getattr(saver, "conn", None)
     if pool is None or not hasattr(pool, "connection"):  # not PostgreSQL's saver on a pool
         return list(thread_ids)
-    query = (
-        "SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id = ANY(%s)"
-        r" OR thread_id LIKE ANY(%s)"
-    )
-    nested = [literal_like(thread) + "/%" for thread in thread_ids]
+    # one query a thread: `= OR LIKE` uses the primary key and the prefix index (migration
+    # checkpoint_thread_prefix); `LIKE ANY(array)` would scan the table
+    query = "SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id = %s OR thread_id LIKE %s"
+    rows: list[Any] = []
     async with pool.connection() as conn, conn.cursor() as cursor:
-        await cursor.execute(query, (list(thread_ids), nested))
-        rows = await cursor.fetchall()
+        for thread in thread_ids:
+            await cursor.execute(query, (thread, literal_like(thread) + "/%"))
+            rows += await cursor.fetchall()
     return sorted({str(row["thread_id"] if isinstance(row, dict) else row[0]) for row in rows})
 
 
