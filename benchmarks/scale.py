@@ -7,7 +7,9 @@ clients, each started through ``POST …/runs`` and followed on ``GET …/events
 * ``in-process``: ``teamgraph serve`` as shipped (runs execute in the API process) — the baseline;
 * ``1 API + 1 worker`` and ``1 API + 2 workers``: ``serve --workers 0`` and worker processes.
 
-Printed per configuration: runs/s and its ratio to the in-process server and to one worker;
+Printed per configuration: runs/s and its ratio to the in-process server and to one worker,
+CPU milliseconds per run of the API process, the workers and the database's server processes
+(``/proc``, over the measured runs);
 claim latency (from the run's row made by the API to its ``run_started`` event emitted by a
 worker: queue, NOTIFY, claim, lease, status, first event) p50/p99. Then the takeover: a run of
 a slower team (0.25 s per model call) has its worker killed (``kill -9``) after its first
@@ -166,19 +168,51 @@ class Deployment:
             found = conn.execute("SELECT lease_owner FROM runs WHERE id = %s", (run_id,)).fetchone()
         return int(found[0].split(":")[1]) if found and found[0] else 0
 
+    def backends(self) -> list[int]:
+        """The PostgreSQL server processes connected to this deployment's database."""
+        import psycopg
+
+        with psycopg.connect(self.admin, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.name,)
+            ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds used so far by the API process, the workers and the database's server
+        processes (``/proc``: user + system; a server process that exited is not counted)."""
+        api = [p.pid for p in self.processes if p.pid not in self.workers][:1]
+        return {
+            "api": sum(_cpu_s(pid) for pid in api),
+            "workers": sum(_cpu_s(pid) for pid in self.workers),
+            "postgres": sum(_cpu_s(pid) for pid in self.backends()),
+        }
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
 
 async def throughput(
     admin: str, teams: Path, root: Path, workers: int | None, args: argparse.Namespace
-) -> tuple[float, list[float]]:
+) -> tuple[float, list[float], dict[str, float]]:
+    """Runs/s, claim latencies (ms) and CPU ms per run by process kind."""
     with Deployment(admin, teams, root) as deployment:
         deployment.serve(workers)
         await deployment.ready()
         limits = httpx.Limits(max_connections=args.concurrency * 2 + 10)
         async with httpx.AsyncClient(base_url=deployment.api, limits=limits, timeout=120) as http:
             api = await Api.login(http)
+            before = deployment.cpu()
             rate = await server_throughput(api, args.runs, args.concurrency)
+            after = deployment.cpu()
         claims = await deployment.claim_latencies() if workers is not None else []
-    return rate, claims
+    used = {kind: (after[kind] - before.get(kind, 0.0)) * 1000 / args.runs for kind in after}
+    return rate, claims, used
 
 
 async def takeover(admin: str, teams: Path, root: Path, times: int) -> list[float]:
@@ -242,7 +276,7 @@ async def benchmark(args: argparse.Namespace) -> int:
             ("1 API + 1 worker", 1),
             ("1 API + 2 workers", 2),
         ):
-            rate, claims = await throughput(args.admin_url, teams, root, workers, args)
+            rate, claims, cpu = await throughput(args.admin_url, teams, root, workers, args)
             rates[label] = rate
             base = rates["in-process"]
             one = rates.get("1 API + 1 worker", rate)
@@ -251,6 +285,10 @@ async def benchmark(args: argparse.Namespace) -> int:
                 f"  ×{rate / one:.2f} one worker  claim {_ms(claims)}",
                 flush=True,
             )
+            split = ", ".join(f"{kind} {ms:.1f}" for kind, ms in cpu.items() if ms)
+            print(f"{'':<18} cpu_ms_per_run {sum(cpu.values()):6.1f}  ({split})", flush=True)
+        if args.throughput_only:
+            return 0
         took = await takeover(args.admin_url, teams, root, args.takeovers)
         print(
             "takeover after kill -9 (default lease 10 s, stalled after 10 s): "
@@ -267,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--takeovers", type=int, default=3)
     parser.add_argument("--admin-url", default=ADMIN, help="A PostgreSQL database to create from.")
     parser.add_argument("--quick", action="store_true", help="A smoke run: few runs, one kill.")
+    parser.add_argument(
+        "--throughput-only", action="store_true", help="No takeover: the layouts' figures only."
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.runs, args.concurrency, args.takeovers = 40, 8, 1

@@ -6,8 +6,10 @@ import itertools
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
@@ -29,6 +31,7 @@ from teamgraph.events import (
     UsageRecorded,
     event_from_json,
 )
+from teamgraph.storage.models import utcnow
 
 from .held_tools import HELD_REQUEST, HELD_TEAM
 from .helpers import PROCESS_CEILING_S
@@ -278,6 +281,43 @@ def test_runs_on_an_empty_database_lists_nothing(db: str) -> None:
 
     assert result.exit_code == 0, explain(result)
     assert not re.search(r"[0-9a-f]{32}", result.stdout)
+
+
+def test_prune_removes_old_runs_and_says_how_many(db: str) -> None:
+    _, events = run_jsonl(db, "--team", RESEARCH_TEAM)
+    run_id = events[0].run_id
+
+    kept = invoke("prune", "--older-than", "30d", "--db", db)
+    assert kept.exit_code == 0, explain(kept)
+    assert "removed 0 run(s)" in kept.stdout
+    with sqlite3.connect(db.removeprefix("sqlite:///")) as conn:  # the run ended 40 days ago
+        conn.execute(
+            "UPDATE runs SET updated_at = ?",
+            (f"{(utcnow() - timedelta(days=40)).replace(tzinfo=None)}",),
+        )
+    dry = invoke("prune", "--older-than", "30d", "--status", "completed", "--dry-run", "--db", db)
+    assert dry.exit_code == 0, explain(dry)
+    assert f"would remove 1 run(s): {run_id[:12]}" in dry.stdout
+    assert run_id[:12] in invoke("runs", "--db", db).stdout
+    removed = invoke("prune", "--older-than", "30d", "--db", db)
+    assert removed.exit_code == 0, explain(removed)
+    assert "removed 1 run(s)" in removed.stdout
+    assert run_id[:12] not in invoke("runs", "--db", db).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--older-than", "soon"], "age 'soon'"),
+        (["--older-than", "1d", "--status", "running"], "never pruned"),
+        (["--older-than", "1d", "--status", "done"], "--status 'done'"),
+    ],
+)
+def test_prune_refuses_bad_input_naming_it(db: str, args: list[str], says: str) -> None:
+    result = invoke("prune", *args, "--db", db)
+
+    assert result.exit_code == 2, explain(result)
+    assert says in flat(result.output)
 
 
 def test_resume_of_an_unknown_run_is_a_usage_error(db: str) -> None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from teamgraph import Settings
-from teamgraph.events import AgentMessage
+from teamgraph.events import AgentMessage, event_from_json
 from teamgraph.runtime.backend import Backend, open_backend
-from teamgraph.storage.notify import CONTROL, EVENTS, WAKE, Notifications
+from teamgraph.runtime.event_log import _notified
+from teamgraph.storage.notify import CONTROL, EVENTS, WAKE, Notifications, carried, events_note
 
 from .helpers import CEILING_S
 
@@ -37,7 +39,9 @@ async def test_stored_events_notify_their_runs_listeners(pg: tuple[Backend, Noti
     backend, notes = pg
     with notes.subscribe(EVENTS, "r1") as mine, notes.subscribe(EVENTS, "r2") as other:
         await backend.runs.append([message("r1", 1), message("r1", 2), message("r3", 1)])
-        assert await asyncio.wait_for(mine.get(), CEILING_S) == "r1:2"  # the batch's last seq
+        payload = await asyncio.wait_for(mine.get(), CEILING_S)
+        assert carried(payload)[0] == 2  # the batch's last seq
+        assert [event_from_json(e).seq for e in carried(payload)[1]] == [1, 2]  # and its events
         stored = [e.seq async for e in backend.runs.events("r1")]
         assert stored == [1, 2]  # committed before the notification arrived
         await asyncio.sleep(0.1)  # a stray notification would have had its chance
@@ -79,3 +83,26 @@ async def test_a_lost_connection_wakes_every_listener(
         assert stopped and all(done for (done,) in stopped)  # this database's listeners
         assert await asyncio.wait_for(queue.get(), CEILING_S) == WAKE
     assert notes.reconnects >= 1
+
+
+def test_a_batch_too_large_to_carry_is_announced_alone() -> None:
+    assert events_note("r", 3, ["x" * 4000, "y" * 4000]) == "r:3"
+    assert carried(events_note("r", 3, ["{}"])) == (3, ["{}"])
+    assert carried(WAKE) == (0, [])
+
+
+def test_a_follower_reads_the_store_only_for_what_notifications_do_not_carry() -> None:
+    def note(*seqs: int) -> str:
+        return events_note("r", seqs[-1], [message("r", s).encoded for s in seqs])
+
+    def seqs(batches: list[list[Any]]) -> list[list[int]]:
+        return [[e.seq for e in batch] for batch in batches]
+
+    batches, read = _notified([note(3, 4), note(5)], 2)
+    assert seqs(batches) == [[3, 4], [5]] and not read
+    batches, read = _notified([note(1, 2), note(3)], 2)  # read already, then new
+    assert seqs(batches) == [[3]] and not read
+    assert _notified([note(4)], 2) == ([], True)  # seq 3 is missing: read it
+    assert _notified(["r:9"], 2) == ([], True)  # too large to carry
+    assert _notified([WAKE], 2) == ([], True)  # the connection came back
+    assert _notified([], 2) == ([], True)  # none came: a missed notification costs a read

@@ -202,6 +202,8 @@ def test_concat_report_format() -> None:
 
 
 async def test_llm_synthesizer_answers_from_step_results(settings: Any) -> None:
+    settings = _with_history(settings)
+
     def fn(messages: list[BaseMessage]) -> str:
         system = str(messages[0].content)
         if system.startswith("You are the synthesizer"):
@@ -250,6 +252,11 @@ async def test_a_new_request_in_the_same_thread_plans_afresh(settings: Any) -> N
     assert ("step_started", "a") in _order(events)
 
 
+def _with_history(settings: Any) -> Any:
+    """Settings under which a completed run keeps every checkpoint (its graph's path)."""
+    return settings.model_copy(update={"compact_runs": False})
+
+
 def _null_emitter() -> Any:
     from teamgraph.run_context import Emitter
 
@@ -257,6 +264,7 @@ def _null_emitter() -> Any:
 
 
 async def test_an_explicit_plan_goes_straight_to_execute(settings: Any) -> None:
+    settings = _with_history(settings)
     team = workflow_team(settings, _model())
     plan = make_plan(("a", "researcher", []), ("b", "writer", ["a"]))
     async with team.runner() as runner:
@@ -271,6 +279,7 @@ async def test_an_explicit_plan_goes_straight_to_execute(settings: Any) -> None:
 
 
 async def test_a_template_plan_goes_straight_to_execute(settings: Any) -> None:
+    settings = _with_history(settings)
     team = workflow_team(settings, _model())
     async with team.runner() as runner:
         events = [e async for e in runner.stream("x", run_id="r", template="research_report")]

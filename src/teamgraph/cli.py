@@ -734,6 +734,64 @@ async def _list_runs(settings: Settings, limit: int) -> list[list[str]]:
 
 
 @app.command()
+def prune(
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than", help="Remove runs unchanged for this long: 30d, 12h, 90m, 45s."
+        ),
+    ],
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Only runs in this status (repeat it; default: every status of a run that "
+            "ended — completed, completed_with_errors, failed, cancelled, budget_exceeded; "
+            "paused runs (interrupted) only when named)."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count the runs, remove nothing.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Remove old runs whole: row, events, messages, step records, journal and checkpoints,
+    a batch at a time (live runs go on); a SQLite file gives the space back."""
+    from teamgraph.runtime.backend import open_backend
+    from teamgraph.runtime.retention import PRUNED, parse_age
+    from teamgraph.runtime.retention import prune as prune_runs
+
+    settings = _settings(db)
+
+    async def work() -> Any:
+        async with open_backend(settings) as backend:
+            return await prune_runs(backend, age, statuses, dry_run=dry_run)
+
+    try:
+        age, statuses = parse_age(older_than), _statuses(status) if status else PRUNED
+        pruned = _run_async(work())
+    except TeamgraphError as exc:
+        raise _fail(exc) from None
+    verb = "would remove" if dry_run else "removed"
+    shown = ", ".join(run[:SHORT_ID] for run in pruned.run_ids)
+    more = ", …" if pruned.runs > len(pruned.run_ids) else ""
+    _out().print(f"{verb} {pruned.runs} run(s)" + (f": {shown}{more}" if shown else ""))
+    if pruned.pages:
+        _out().print(f"gave {pruned.pages} page(s) back to the file system")
+
+
+def _statuses(given: list[str]) -> frozenset[RunStatus]:
+    from typing import get_args
+
+    from teamgraph.status import RunStatus as Status
+
+    known = get_args(Status)
+    unknown = [s for s in given if s not in known]
+    if unknown:
+        raise UsageError(f"--status {unknown[0]!r}: a status is one of {', '.join(known)}")
+    return frozenset(given)  # type: ignore[arg-type]
+
+
+@app.command()
 def templates(
     team: Annotated[
         str | None,

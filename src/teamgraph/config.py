@@ -117,6 +117,22 @@ class Settings(BaseSettings):
         default=20, ge=0, description="Extra PostgreSQL connections a process opens under load."
     )
 
+    compact_runs: bool = Field(
+        default=True,
+        description="A run that completed keeps its latest checkpoint, events, step results, "
+        "usage and cost, and drops older checkpoints and its journal (docs/deploy.md); false "
+        "keeps everything, e.g. to inspect a graph's history.",
+    )
+    retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="The server removes runs that ended and have not changed for this many "
+        "days, whole, as `teamgraph prune --older-than` does; unset: kept forever.",
+    )
+    retention_interval_s: float = Field(
+        default=3600.0, ge=1, description="How often the server applies `retention_days`."
+    )
+
     embedding_model: str = Field(
         default="offline",
         description="Embeddings of the knowledge index: offline (WordLlama, shipped with the "

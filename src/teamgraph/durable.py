@@ -30,7 +30,7 @@ kill the process at.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -188,6 +188,10 @@ class JournalStore(Protocol):
         """Every value recorded for the run (keys start with ``run_id/``)."""
         ...
 
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        """Remove every value recorded for these runs (a run compacted or pruned)."""
+        ...
+
 
 class StepRecord(BaseModel):
     """What a workflow step produced — or, ``running``, that it started (and was announced)."""
@@ -209,6 +213,10 @@ class StepLedger(Protocol):
     async def load(self, run_id: str) -> dict[str, StepRecord]: ...
 
     async def save(self, run_id: str, record: StepRecord) -> None: ...
+
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        """Remove the records of these runs and of their nested teams (a run pruned)."""
+        ...
 
 
 # --- the journal ---------------------------------------------------------------------------------

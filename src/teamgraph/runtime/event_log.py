@@ -11,11 +11,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing, suppress
 from typing import cast
 
-from teamgraph.events import BaseEvent, Event
+from teamgraph.events import BaseEvent, Event, event_from_json
 from teamgraph.faults import point
 from teamgraph.status import END_EVENTS, EXECUTING, PAUSE_EVENTS
 from teamgraph.storage.direct import Statement
-from teamgraph.storage.notify import EVENTS, Notifications
+from teamgraph.storage.notify import EVENTS, Notifications, carried
 from teamgraph.storage.outages import BACKOFF_MAX_S, is_outage, until_reachable
 from teamgraph.storage.run_store import RunStore
 
@@ -258,38 +258,86 @@ async def follow(
 ) -> AsyncGenerator[list[Event], None]:
     """The events of a run that executes in another process (a worker): the stored ones with
     ``seq > after_seq``, then each new batch as the process storing it announces it (PostgreSQL
-    LISTEN/NOTIFY), until the run's execution ends or pauses. The subscription is taken before
+    LISTEN/NOTIFY: the notification carries the batch when it fits, else the store is read),
+    until the run's execution ends or pauses. The subscription is taken before
     the first read; a missed notification costs at most ``poll_s`` of delay, never an event. A
     run whose worker died keeps its stream open: the worker that takes it over continues it, and
     a database outage holds the stream until the database answers. Batches as :func:`replay`'s.
     """
-    last, tail = after_seq, ""
+    last = after_seq
+    while True:
+        try:
+            async for batch in _follow(store, notes, run_id, last, poll_s):
+                last = batch[-1].seq
+                yield batch
+            return
+        except Exception as exc:  # the database is unreachable: the stream waits for it
+            if not is_outage(exc):
+                raise
+            await until_reachable(lambda: store.get(run_id), what=f"following run {run_id}")
+
+
+async def _follow(
+    store: RunStore, notes: Notifications, run_id: str, after_seq: int, poll_s: float
+) -> AsyncGenerator[list[Event], None]:
+    """:func:`follow` while the database answers."""
+    last, tail, read = after_seq, "", True
     with notes.subscribe(EVENTS, run_id) as told:
         while True:
-            try:
+            if read:
                 async for batch in _stored(store, run_id, last):
                     last, tail = batch[-1].seq, batch[-1].type
                     yield batch
-                if tail in END_EVENTS:
-                    await _status_written(store, run_id)
+            if tail in END_EVENTS:
+                await _status_written(store, run_id)
+                return
+            wait = poll_s
+            if not tail or tail in PAUSE_EVENTS:  # nothing yet, or paused: is it still going?
+                if (await store.get(run_id)).status not in EXECUTING:
+                    # a run's events are stored before its status: what it said last is there
+                    async for batch in _stored(store, run_id, last):
+                        yield batch
                     return
-                wait = poll_s
-                if not tail or tail in PAUSE_EVENTS:  # nothing yet, or paused: still going?
-                    if (await store.get(run_id)).status not in EXECUTING:
-                        # a run's events are stored before its status: what it said last is there
-                        async for batch in _stored(store, run_id, last):
-                            yield batch
-                        return
-                    wait = 0.2 if tail else poll_s  # a pause's status is written just after it
-            except Exception as exc:  # the database is unreachable: the stream waits for it
-                if not is_outage(exc):
-                    raise
-                await until_reachable(lambda: store.get(run_id), what=f"following run {run_id}")
-                continue
-            with suppress(TimeoutError):
-                await asyncio.wait_for(told.get(), wait)
-            while not told.empty():
-                told.get_nowait()
+                wait = 0.2 if tail else poll_s  # a pause's status is written just after it
+            batches, read = _notified(await _told(told, wait), last)
+            for batch in batches:
+                last, tail = batch[-1].seq, batch[-1].type
+                yield batch
+
+
+async def _told(told: asyncio.Queue[str], wait: float) -> list[str]:
+    """The notifications that came within ``wait`` seconds (none: a timeout)."""
+    with suppress(TimeoutError):
+        payloads = [await asyncio.wait_for(told.get(), wait)]
+        while not told.empty():
+            payloads.append(told.get_nowait())
+        return payloads
+    return []
+
+
+def _notified(payloads: list[str], last: int) -> tuple[list[list[Event]], bool]:
+    """The batches of events above seq ``last`` the notifications carry, in order, and whether
+    the store must be read for the rest (a timeout — a missed notification costs a read, never
+    an event — or a notification without its events)."""
+    batches: list[list[Event]] = []
+    for payload in payloads:
+        fresh = _carried(payload, batches[-1][-1].seq if batches else last)
+        if fresh is None:
+            return batches, True
+        if fresh:
+            batches.append(fresh)
+    return batches, not payloads
+
+
+def _carried(payload: str, last: int) -> list[Event] | None:
+    """The events above seq ``last`` a notification carries; ``None`` when the store must be
+    read (it carries none, or some event between ``last`` and them is not in it)."""
+    announced, encoded = carried(payload)
+    if announced and announced <= last:
+        return []  # read already
+    events = [event_from_json(line) for line in encoded]
+    fresh = [e for e in events if e.seq > last]
+    return fresh if fresh and fresh[0].seq == last + 1 else None
 
 
 async def _status_written(store: RunStore, run_id: str, within_s: float = 5.0) -> None:

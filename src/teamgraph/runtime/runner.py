@@ -50,6 +50,7 @@ from teamgraph.runtime.event_log import EventLog, EventWriter
 from teamgraph.runtime.pauses import DecisionLike, emit_pauses, pending_requests, resume_command
 from teamgraph.runtime.reranker import reranker
 from teamgraph.runtime.results import build_result
+from teamgraph.runtime.retention import compact
 from teamgraph.specs.team import TeamSpec
 from teamgraph.status import FINISHED
 from teamgraph.storage.models import utcnow
@@ -605,6 +606,8 @@ class Runner:
             usage_by_agent={k: v.model_dump() for k, v in ctx.usage.by_agent.items()},
             **{"finished_at": utcnow(), **fields},
         )
+        status = fields.get("status", "")  # compacted once the row says how the run ended
+        await compact(self.backend, self.config.settings, ctx.run_id, ctx.thread_id, status)
 
 
 def _cassette(record: str | Path | None, replay: str | Path | None) -> Cassette | None:

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from teamgraph.config import Settings
 from teamgraph.runtime.backend import open_backend
+from teamgraph.runtime.retention import pruning
 from teamgraph.server import compat, ops, protocols
 from teamgraph.server.deps import OAUTH2, get_claims
 from teamgraph.server.errors import ShapedErrors, install_error_handlers
@@ -37,6 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             metrics = app.state.metrics
             state = AppState(settings, backend, load_teams(settings), sessions, metrics)
             state.runs = manager = await _manager(state, stack)  # background runs, SSE
+            await stack.enter_async_context(pruning(backend, settings))  # retention_days
             app.state.teamgraph = state
             try:
                 with ops.running(app):  # JSON logs when enabled

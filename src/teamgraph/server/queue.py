@@ -31,6 +31,7 @@ from teamgraph.errors import RunConflict
 from teamgraph.events import Event
 from teamgraph.runtime import event_log as rl
 from teamgraph.runtime.backend import LEND_WAIT_S, RECONNECT_S
+from teamgraph.runtime.retention import compact
 from teamgraph.runtime.runner import check_request
 from teamgraph.server import repositories as repo
 from teamgraph.server import tracing
@@ -207,6 +208,9 @@ class QueuedRunManager(RunManager):
         row = await store.get(run_id)
         if row.status in PAUSED:
             await store.cancel_stored(run_id, "cancelled while paused")
+            await compact(
+                self.state.backend, self.state.settings, run_id, row.thread_id, "cancelled"
+            )
         elif row.status in EXECUTING:
             if not await store.cancel_if_queued(run_id, "cancelled"):
                 await self._stop_remote(run_id)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from teamgraph.errors import RunConflict
 from teamgraph.events import BaseEvent, Event, RunCompleted
 from teamgraph.runtime import event_log as rl
+from teamgraph.runtime.retention import compact
 from teamgraph.runtime.runner import Runner, check_request
 from teamgraph.runtime.team import Team
 from teamgraph.server import repositories as repo
@@ -203,6 +204,9 @@ class RunManager:
             if row.status not in PAUSED:
                 raise RunConflict(f"the run is not running (status {row.status!r})")
             await self.state.backend.runs.cancel_stored(run_id, "cancelled while paused")
+            await compact(
+                self.state.backend, self.state.settings, run_id, row.thread_id, "cancelled"
+            )
         return (await self.state.backend.runs.get(run_id)).status
 
     def owner(self, run_id: str) -> str | None:

@@ -21,7 +21,7 @@ from typing import Any
 from teamgraph.storage.outages import BACKOFF_MAX_S
 
 log = logging.getLogger(__name__)
-EVENTS = "tg_events"  # payload "<run_id>:<last stored seq>"
+EVENTS = "tg_events"  # payload "<run_id>:<last stored seq>", then the events' JSON (events_note)
 CONTROL = "tg_control"  # payload "<command>:<run_id>", e.g. "cancel:3f2a..."
 WAKE = ""  # what waiters get when the connection came back (re-read everything)
 
@@ -93,6 +93,26 @@ class Notifications:
         for queues in self._waiters.values():
             for queue in queues:
                 queue.put_nowait(WAKE)
+
+
+CARRIED_BYTES = 7_900  # a notification's payload is under 8,000 bytes (PostgreSQL's default)
+
+
+def events_note(run_id: str, last_seq: int, encoded: list[str]) -> str:
+    """The payload announcing a batch of a run's stored events: ``<run_id>:<last seq>``, then
+    the events' JSON, one a line, when they fit in a notification — a listener that has every
+    event before them needs no read (:func:`carried`)."""
+    head = f"{run_id}:{last_seq}"
+    note = "\n".join((head, *encoded))  # JSON holds no raw newline
+    return note if encoded and len(note.encode()) <= CARRIED_BYTES else head
+
+
+def carried(payload: str) -> tuple[int, list[str]]:
+    """The last seq an events payload announces (0: unknown, e.g. :data:`WAKE`) and the JSON of
+    the events it carries (none: read them from the run store)."""
+    head, *encoded = payload.split("\n")
+    seq = head.rpartition(":")[2]
+    return (int(seq) if seq.isdigit() else 0), encoded
 
 
 def notify_statement(channel: str, payload: str) -> tuple[Any, dict[str, str]]:

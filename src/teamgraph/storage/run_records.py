@@ -12,12 +12,14 @@ record is committed before the write returns, and the event loop never waits for
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import BaseStore
 
 from teamgraph.durable import StepRecord, journal_run
+from teamgraph.storage.checkpoints import literal_like
 from teamgraph.storage.outages import stops_on_outage
 from teamgraph.storage.sqlite import LoopFirst, autocommit_lanes
 
@@ -62,6 +64,13 @@ class SqliteStepLedger:
         values = (run_id, record.step_id, record.model_dump_json())
         await self.lanes.run(lambda conn: conn.execute(statement, values))
 
+    @stops_on_outage
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        """The runs' records and their nested teams' (keyed ``run_id/…``), in one transaction."""
+        statement = "DELETE FROM tg_step_ledger WHERE run_id = ? OR (run_id > ? AND run_id < ?)"
+        values = [(run, *_below(run)) for run in run_ids]
+        await self.lanes.run(lambda conn: _transaction(conn, statement, values))
+
 
 class SqliteJournal:
     """A :class:`~teamgraph.durable.JournalStore` in table ``tg_journal``."""
@@ -87,6 +96,30 @@ class SqliteJournal:
         rows = await self.lanes.run(lambda conn: conn.execute(query, bounds).fetchall())
         return [str(value) for (value,) in rows]
 
+    @stops_on_outage
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        statement = "DELETE FROM tg_journal WHERE key > ? AND key < ?"
+        values = [_below(run) for run in run_ids]
+        await self.lanes.run(lambda conn: _transaction(conn, statement, values))
+
+
+def _below(run_id: str) -> tuple[str, str]:
+    """The bounds of keys ``run_id/…`` ('0' follows '/' in every collation of SQLite)."""
+    return f"{run_id}/", f"{run_id}0"
+
+
+def _transaction(conn: sqlite3.Connection, statement: str, values: list[Any]) -> None:
+    """``statement`` for each of ``values`` in one transaction of an autocommit connection
+    (on the fast lane, ``BEGIN IMMEDIATE`` meets a held lock at once: nothing begun stays)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(statement, values)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
 
 class StoreStepLedger:
     """A :class:`~teamgraph.durable.StepLedger` in a LangGraph store, namespace
@@ -104,6 +137,17 @@ class StoreStepLedger:
     async def save(self, run_id: str, record: StepRecord) -> None:
         value: dict[str, Any] = record.model_dump(mode="json")
         await self.store.aput(("teamgraph", "steps", run_id), record.step_id, value, index=False)
+
+    @stops_on_outage
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        """The runs' namespaces and their nested teams' (``("teamgraph", "steps",
+        "run_id/…")``), one statement each on the store's table (the store's API deletes one
+        known key at a time)."""
+        statement = r"DELETE FROM store WHERE prefix = %s OR prefix LIKE %s ESCAPE '\'"
+        values = [
+            (f"teamgraph.steps.{run}", f"teamgraph.steps.{literal_like(run)}/%") for run in run_ids
+        ]
+        await _store_statements(self.store, statement, values)
 
 
 class StoreJournal:
@@ -127,3 +171,21 @@ class StoreJournal:
     async def values(self, run_id: str) -> list[str]:
         items = await self.store.asearch(("teamgraph", "journal", run_id), limit=1_000_000)
         return [str(item.value["v"]) for item in items]
+
+    @stops_on_outage
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        """The runs' namespaces, one statement each on the store's table."""
+        statement = "DELETE FROM store WHERE prefix = %s"
+        await _store_statements(
+            self.store, statement, [(f"teamgraph.journal.{run}",) for run in run_ids]
+        )
+
+
+async def _store_statements(store: BaseStore, statement: str, values: list[Any]) -> None:
+    """``statement`` for each of ``values`` on the PostgreSQL store's connections (its table
+    ``store``: ``prefix`` is the namespace joined by dots)."""
+    if not values:
+        return
+    pool: Any = cast(Any, store).conn  # AsyncPostgresStore: the pool it was made with
+    async with pool.connection() as conn, conn.cursor() as cursor:
+        await cursor.executemany(statement, values)

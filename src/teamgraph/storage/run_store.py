@@ -16,6 +16,7 @@ ahead of them: the row's ``last_seq`` is always at or above every seq handed out
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import AsyncIterator, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
@@ -25,10 +26,12 @@ from sqlalchemy import (
     Executable,
     and_,
     bindparam,
+    delete,
     func,
     insert,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
@@ -40,13 +43,21 @@ from teamgraph.events import BaseEvent, Event, RunCancelled, event_from_json
 from teamgraph.status import RunStatus
 from teamgraph.storage.direct import Direct, Statement
 from teamgraph.storage.migrate import upgrade
-from teamgraph.storage.models import EventRow, RunRow, SessionRow, utcnow
-from teamgraph.storage.notify import CONTROL, EVENTS, notify_statement
+from teamgraph.storage.models import (
+    EventRow,
+    MessageRow,
+    RunRow,
+    SessionRow,
+    TurnResultRow,
+    utcnow,
+)
+from teamgraph.storage.notify import CONTROL, EVENTS, events_note, notify_statement
 
 BLOCK = 1000  # seqs reserved in one row write
 ROW_RESERVE = 10 * BLOCK  # seqs reserved by the write that starts (or resumes) an execution
 PAGE = 500  # stored events read per query
 ABANDONED = -1  # the lease epoch of a run this process gave up
+RECLAIM_PAGES = 1024  # SQLite pages given back to the file system per transaction
 _UPDATE = update(RunRow).where(RunRow.id == bindparam("run_id_"))  # built and compiled once
 _FENCED = _UPDATE.where(  # a run this process executes under a lease: only while it holds it
     RunRow.lease_owner == bindparam("owner_"), RunRow.lease_epoch == bindparam("epoch_")
@@ -141,6 +152,16 @@ class RunStore(Protocol):
     def abandon(self, run_id: str) -> None: ...
     async def request_cancel(self, run_id: str) -> None: ...
     async def cancel_if_queued(self, run_id: str, reason: str) -> bool: ...
+
+    # --- retention: runs removed whole
+    async def expired(
+        self, before: datetime, statuses: Collection[RunStatus], limit: int, offset: int = 0
+    ) -> builtins.list[tuple[str, str]]: ...
+    async def threads_in_use(
+        self, thread_ids: Collection[str], besides: Collection[str]
+    ) -> set[str]: ...
+    async def delete(self, run_ids: Collection[str]) -> None: ...
+    async def reclaim(self) -> int: ...
 
 
 class SqlRunStore:
@@ -450,23 +471,89 @@ class SqlRunStore:
             update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True)
         )
 
+    # --- retention ----------------------------------------------------------------------------
+    async def expired(
+        self, before: datetime, statuses: Collection[RunStatus], limit: int, offset: int = 0
+    ) -> builtins.list[tuple[str, str]]:
+        """Up to ``limit`` runs (after the first ``offset``) in one of ``statuses``, unchanged
+        since ``before`` and held by no live lease, oldest first: their ids and thread ids."""
+        query = (
+            select(RunRow.id, RunRow.thread_id)
+            .where(
+                RunRow.status.in_(list(statuses)),
+                RunRow.updated_at < before,
+                or_(RunRow.lease_owner.is_(None), RunRow.lease_until < utcnow()),
+            )
+            .order_by(RunRow.updated_at, RunRow.id)
+            .limit(limit)
+            .offset(offset)
+        )
+        rows: Any = await self.direct.rows(query)
+        return [(str(run), str(thread)) for run, thread in rows]
+
+    async def threads_in_use(
+        self, thread_ids: Collection[str], besides: Collection[str]
+    ) -> set[str]:
+        """Which of these threads a run other than ``besides`` works on (a session's runs
+        share its thread)."""
+        query = select(RunRow.thread_id).where(
+            RunRow.thread_id.in_(list(thread_ids)), RunRow.id.not_in(list(besides))
+        )
+        return {str(thread) for (thread,) in await self.direct.rows(query.distinct())}
+
+    async def delete(self, run_ids: Collection[str]) -> None:
+        """Remove runs with their events, messages and turn results, in one transaction."""
+        ids = list(run_ids)
+        if ids:
+            await self.direct.run(
+                [(delete(table).where(column.in_(ids)), None) for table, column in _OWNED_BY_RUN]
+            )
+
+    async def reclaim(self) -> int:
+        """Give the pages that deletes freed back to the file system (SQLite, in
+        ``auto_vacuum=INCREMENTAL`` files: a few megabytes per transaction, so that no writer
+        waits long); the pages given back. PostgreSQL: nothing (autovacuum reuses them)."""
+        if self.engine.dialect.name != "sqlite":
+            return 0
+        freed = 0
+        while True:
+            free = (await self.direct.rows(text("PRAGMA freelist_count")))[0][0]
+            mode = (await self.direct.rows(text("PRAGMA auto_vacuum")))[0][0]
+            if not free or mode != 2:  # 2: incremental
+                return freed
+            await self.direct.write(text(f"PRAGMA incremental_vacuum({RECLAIM_PAGES})"))
+            freed += min(int(free), RECLAIM_PAGES)
+            await asyncio.sleep(0)
+
 
 class PostgresRunStore(SqlRunStore):
     """:class:`SqlRunStore` on PostgreSQL, telling other processes what it stores: each batch
-    of events notifies ``tg_events`` (per run, its last seq) and a cancel request notifies
-    ``tg_control`` — in the transaction that stores them."""
+    of events notifies ``tg_events`` (per run, its last seq and, when they fit, the events
+    themselves) and a cancel request notifies ``tg_control`` — in the transaction that stores
+    them."""
 
     def _stored(self, events: Sequence[BaseEvent], *also: Statement) -> Sequence[Statement]:
         events = self._kept(events)
-        last: dict[str, int] = {}
+        runs: dict[str, list[BaseEvent]] = {}
         for event in events:
-            last[event.run_id] = max(last.get(event.run_id, 0), event.seq)
-        notes = [notify_statement(EVENTS, f"{run}:{seq}") for run, seq in last.items()]
+            runs.setdefault(event.run_id, []).append(event)
+        notes = [
+            notify_statement(EVENTS, events_note(run, batch[-1].seq, [e.encoded for e in batch]))
+            for run, batch in runs.items()  # a run's events come in seq order
+        ]
         return [*_inserted(events), *also, *notes]
 
     async def request_cancel(self, run_id: str) -> None:
         statement = update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True)
         await self.direct.run([(statement, None), notify_statement(CONTROL, f"cancel:{run_id}")])
+
+
+_OWNED_BY_RUN = (  # rows that belong to a run; its own row last
+    (EventRow, EventRow.run_id),
+    (MessageRow, MessageRow.run_id),
+    (TurnResultRow, TurnResultRow.run_id),
+    (RunRow, RunRow.id),
+)
 
 
 def _inserted(events: Sequence[BaseEvent]) -> list[Statement]:

@@ -33,9 +33,13 @@ T = TypeVar("T")
 
 def statements(wait_s: float) -> list[str]:
     """The settings of a connection that waits ``wait_s`` for a lock, as SQL statements. The
-    busy timeout comes first: switching to WAL waits for another connection's lock."""
+    busy timeout comes first: switching to WAL waits for another connection's lock.
+    ``auto_vacuum`` takes effect in a new file only (before its first table), and is set by
+    connections that wait for the lock (the first one opened on a file is one): pages freed by
+    deletes can then be given back (``PRAGMA incremental_vacuum``, ``RunStore.reclaim``)."""
     return [
         f"PRAGMA busy_timeout={int(wait_s * 1000)}",
+        *(["PRAGMA auto_vacuum=INCREMENTAL"] if wait_s else []),
         "PRAGMA journal_mode=WAL",
         "PRAGMA synchronous=NORMAL",
     ]
