@@ -116,7 +116,10 @@ class Bench:
             tally.started += 1
             events = await self._follow(user, other, run_id, tally, began + 600)
             stored = await asyncio.to_thread(self._stored, run_id)
-            tally.missed_events += len(stored - {e["seq"] for e in events})
+            missed = sorted(stored - {e["seq"] for e in events})
+            if missed:
+                tally.missed_events += len(missed)
+                print(f"  run {run_id}: events {missed} stored, never streamed", flush=True)
             self._check(run_id, events, tally)
             tally.latencies.append(time.monotonic() - began)
 

@@ -57,3 +57,27 @@ def test_only_a_database_s_unreachability_counts_as_an_outage() -> None:
     assert not is_outage(errors.QueryCanceled("statement timeout"))
     assert not is_outage(sqlite3.OperationalError("no such table: runs"))
     assert not is_outage(ConnectionRefusedError("a model provider is down, not the database"))
+
+
+async def test_an_outage_met_purges_the_registered_pools_once_at_a_time() -> None:
+    """Where an outage is met, the pools registered drop their dead connections at once (a
+    pool's ``check()``), not one borrower at a time; a second outage met at once adds none."""
+    import asyncio
+
+    from teamgraph.storage import outages
+
+    purged: list[int] = []
+
+    async def purge() -> None:
+        purged.append(1)
+
+    outages._last_purge = 0.0  # no purge before this test's
+    with outages.purged_on_outage(purge):
+        outages.outage_met()
+        outages.outage_met()
+        await asyncio.sleep(0)
+        assert purged == [1]
+    outages._last_purge = 0.0
+    outages.outage_met()  # unregistered: nothing runs
+    await asyncio.sleep(0)
+    assert purged == [1]

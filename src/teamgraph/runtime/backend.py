@@ -24,6 +24,7 @@ from teamgraph.knowledge import KnowledgeBase
 from teamgraph.storage import sqlite
 from teamgraph.storage.checkpoints import SqliteCheckpointer, with_crash_points
 from teamgraph.storage.direct import Direct
+from teamgraph.storage.outages import purged_on_outage
 from teamgraph.storage.plan_cache import PlanCacheStore, SqlitePlanCache, StorePlanCache
 from teamgraph.storage.rates import SharedRates
 from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStepLedger
@@ -148,6 +149,7 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
     url = settings.postgres_url
     async with AsyncExitStack() as stack:
         pool = await stack.enter_async_context(_langgraph_pool(url, settings.db_pool_size))
+        stack.enter_context(purged_on_outage(pool.check))
         saver = with_crash_points(AsyncPostgresSaver)(pool)
         store = AsyncPostgresStore(pool)
         engine = create_async_engine(

@@ -16,7 +16,7 @@ from teamgraph.faults import point
 from teamgraph.status import END_EVENTS, EXECUTING, PAUSE_EVENTS
 from teamgraph.storage.direct import Statement
 from teamgraph.storage.notify import EVENTS, Notifications, carried
-from teamgraph.storage.outages import BACKOFF_MAX_S, is_outage, until_reachable
+from teamgraph.storage.outages import BACKOFF_MAX_S, is_outage, outage_met, until_reachable
 from teamgraph.storage.run_store import RunStore
 
 log = logging.getLogger(__name__)
@@ -184,6 +184,7 @@ class EventWriter:
                     runs = sorted({e.run_id for e in events})
                     log.exception("could not store %d events of runs %s", len(events), runs)
                     return False
+                outage_met()
                 log.warning("storing events waits for the database (%s)", exc)
             await asyncio.sleep(delay)
             waited += delay

@@ -15,6 +15,7 @@ import functools
 import logging
 import sqlite3
 import sys
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
@@ -35,6 +36,45 @@ _GONE = ("57P01", "57P02", "57P03", "53300")  # admin/crash shutdown, starting u
 _SQLITE = ("database is locked", "database table is locked", "disk is full", "disk i/o error")
 
 
+PURGE_EVERY_S = 0.5  # an outage met again within this restarts no purge
+_purges: dict[int, Callable[[], Coroutine[Any, Any, None]]] = {}  # id → what drops dead connections
+_purging: set[asyncio.Task[None]] = set()
+_last_purge = 0.0
+
+
+@contextmanager
+def purged_on_outage(purge: Callable[[], Coroutine[Any, Any, None]]) -> Iterator[None]:
+    """While inside: ``purge`` runs whenever this process meets an outage (at most once per
+    :data:`PURGE_EVERY_S`). For a connection pool's ``check()``: after a restart or
+    ``pg_terminate_backend`` every pooled connection is dead, and a pool that found them one
+    at a time, backing off 1, 2, 4 s between finds, would hold work for seconds after the
+    database is back; its ``check()`` drops them all at once and opens new ones."""
+    _purges[id(purge)] = purge
+    try:
+        yield
+    finally:
+        _purges.pop(id(purge), None)
+
+
+def outage_met() -> None:
+    """Where an outage is met (a retry loop, a run stopping): start the registered purges."""
+    global _last_purge
+    now = time.monotonic()
+    if not _purges or now - _last_purge < PURGE_EVERY_S:
+        return
+    _last_purge = now
+    for purge in list(_purges.values()):
+        task = asyncio.get_running_loop().create_task(purge())
+        _purging.add(task)
+        task.add_done_callback(_purged)
+
+
+def _purged(task: asyncio.Task[None]) -> None:
+    _purging.discard(task)
+    if not task.cancelled() and task.exception() is not None:  # the database is still away
+        log.debug("purging dead connections failed: %s", task.exception())
+
+
 def stopped(error: BaseException) -> DatabaseUnavailable:
     """What a run that met the outage ``error`` stops with (raise it ``from error``)."""
     return DatabaseUnavailable(
@@ -53,6 +93,7 @@ def stopping_on_outage() -> Iterator[None]:
         raise
     except Exception as exc:
         if is_outage(exc):
+            outage_met()
             raise stopped(exc) from exc
         raise
 
@@ -127,6 +168,7 @@ async def until_reachable(
             if not is_outage(exc) or (deadline is not None and loop.time() + wait > deadline):
                 raise
             failures += 1
+            outage_met()
             if failures == 1:
                 log.warning("the database is unreachable (%s); retrying %s", exc, what)
             await asyncio.sleep(wait)
