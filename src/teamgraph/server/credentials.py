@@ -127,6 +127,30 @@ def _verified(secret: str, token: str) -> TokenClaims | None:
     return TokenClaims(sub, sid if isinstance(sid, str) else None, expires)
 
 
+def token_problem(secret: str, token: str) -> str:
+    """Why :func:`decode_token` refused ``token``, in words for its 401 (read again, only on
+    that path): which claim it lacks, that it expired, or that this server did not sign it."""
+    try:
+        data = jwt.decode(
+            token, secret or _PROCESS_SECRET, algorithms=[_ALGORITHM], options={"require": ["exp"]}
+        )
+    except jwt.MissingRequiredClaimError as exc:
+        return f"Invalid token: it has no {exc.claim!r} claim"
+    except jwt.ExpiredSignatureError:
+        return "Expired token: log in again"
+    except (jwt.InvalidSignatureError, jwt.InvalidAlgorithmError):
+        return "Invalid token: this server did not sign it"
+    except (jwt.PyJWTError, ValueError, OverflowError, OSError):
+        return "Invalid token: it is not a token this server issues"
+    try:
+        datetime.fromtimestamp(data["exp"], UTC)
+    except (ValueError, OverflowError, OSError):
+        return "Invalid token: its 'exp' claim is no time this server issues"
+    if not isinstance(data.get("sub"), str):
+        return "Invalid token: it has no 'sub' claim naming a user"
+    return "Invalid or expired token"
+
+
 # --- API keys ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class NewKey:

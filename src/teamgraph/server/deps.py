@@ -14,7 +14,13 @@ from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from teamgraph.server import repositories as repo
-from teamgraph.server.credentials import TokenClaims, check_csrf, is_api_key, presented
+from teamgraph.server.credentials import (
+    TokenClaims,
+    check_csrf,
+    is_api_key,
+    presented,
+    token_problem,
+)
 from teamgraph.server.state import AppState
 from teamgraph.storage.models import SessionRow, UserRow
 
@@ -64,7 +70,7 @@ async def get_claims(request: Request) -> TokenClaims:
     if claims is None and is_api_key(found.token):
         raise _unauthorized("Invalid or revoked API key")
     if claims is None:
-        raise _unauthorized()
+        raise _unauthorized(token_problem(state.settings.jwt_secret, found.token))
     return claims
 
 

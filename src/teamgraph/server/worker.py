@@ -90,6 +90,8 @@ class Worker:
     draining: bool = False
     handed: list[str] = field(default_factory=list)  # runs given to other workers on drain
 
+    mine: set[str] = field(default_factory=set)  # runs a job of this process claims or runs
+
     def __post_init__(self) -> None:
         self.settings.require_postgres("teamgraph worker")
         self.owner = f"{self.name}:{uuid.uuid4().hex[:8]}"  # this process's lease owner id
@@ -169,13 +171,20 @@ class Worker:
             await self._run(run_id, kind)
 
     async def _run(self, run_id: str, kind: Kind) -> None:
-        store = self.state.backend.runs
-        if self.manager.owner(run_id) is not None:  # a second job for a run executing here
+        if run_id in self.mine:  # a second job for a run this process claimed: wait for it
             await self.manager.finished(run_id)
             return
-        epoch = await until_reachable(lambda: self._claim(run_id), what=f"claiming run {run_id}")
-        if epoch is None:
-            return  # a live worker holds it: that one executes the run
+        self.mine.add(run_id)
+        try:
+            epoch = await until_reachable(lambda: self._claim(run_id), what=f"claiming {run_id}")
+            if epoch is not None:  # else a live worker holds it: that one executes the run
+                await self._fenced(run_id, kind, epoch)
+        finally:
+            self.mine.discard(run_id)
+
+    async def _fenced(self, run_id: str, kind: Kind, epoch: int) -> None:
+        """Execute the run under lease ``epoch``, then let it go (or hand it over)."""
+        store = self.state.backend.runs
         store.fence(run_id, self.owner, epoch)
         self.own.in_flight.inc()
         try:
@@ -207,6 +216,8 @@ class Worker:
         seen: Any = None
         while (epoch := await store.take_lease(run_id, self.owner, ttl)) is None:
             row = await store.get(run_id)
+            if row.lease_owner == self.owner:  # ours: an outage lost the answer to our take
+                return int(row.lease_epoch)  # (no other job of this process claims it)
             if row.lease_until is None:
                 continue  # released just now
             if seen is not None and row.lease_until != seen:
@@ -292,7 +303,7 @@ class Worker:
         """Retry a stalled job in the takeover queue — unless its run's lease is still being
         renewed: its worker is alive (draining, or its heartbeat was late), not gone."""
         run_id = job.task_kwargs["run_id"]
-        if self.manager.owner(run_id) is not None:
+        if run_id in self.mine:
             return  # it executes here: this worker is alive (its heartbeat was late)
         row = await self.state.backend.runs.get(run_id)
         if row.lease_until is not None and _until(row.lease_until) > 0:
