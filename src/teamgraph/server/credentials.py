@@ -140,6 +140,8 @@ def token_problem(secret: str, token: str) -> str:
         return "Expired token: log in again"
     except (jwt.InvalidSignatureError, jwt.InvalidAlgorithmError):
         return "Invalid token: this server did not sign it"
+    except jwt.exceptions.InvalidSubjectError:
+        return "Invalid token: its 'sub' claim names no user"
     except (jwt.PyJWTError, ValueError, OverflowError, OSError):
         return "Invalid token: it is not a token this server issues"
     try:
