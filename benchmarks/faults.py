@@ -248,18 +248,27 @@ class Bench:
         numbering has gaps by design, so a stream is compared with what was stored)."""
         import psycopg
 
-        with psycopg.connect(self.direct_url) as conn:
-            rows = conn.execute("SELECT seq FROM events WHERE run_id = %s", (run_id,)).fetchall()
-        return {int(seq) for (seq,) in rows}
+        while True:  # the benchmark's own reads wait out a real restart too
+            try:
+                with psycopg.connect(self.direct_url) as conn:
+                    query = "SELECT seq FROM events WHERE run_id = %s"
+                    rows = conn.execute(query, (run_id,)).fetchall()
+                return {int(seq) for (seq,) in rows}
+            except psycopg.OperationalError:
+                time.sleep(0.2)
 
     def _in_flight(self) -> dict[str, int]:
         import psycopg
 
-        with psycopg.connect(self.direct_url) as conn:
-            rows = conn.execute(
-                "SELECT id, last_seq FROM runs WHERE status IN ('pending', 'running')"
-            ).fetchall()
-        return {str(run_id): int(seq) for run_id, seq in rows}
+        while True:
+            try:
+                with psycopg.connect(self.direct_url) as conn:
+                    rows = conn.execute(
+                        "SELECT id, last_seq FROM runs WHERE status IN ('pending', 'running')"
+                    ).fetchall()
+                return {str(run_id): int(seq) for run_id, seq in rows}
+            except psycopg.OperationalError:
+                time.sleep(0.2)
 
     async def _recovered(self, in_flight: dict[str, int], back: float) -> tuple[float, str]:
         """Seconds from ``back`` until every run of ``in_flight`` stored a new event or ended,

@@ -46,7 +46,7 @@ from teamgraph.result import RunResult
 from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
 from teamgraph.runtime.config import RunConfig, RunHooks
-from teamgraph.runtime.event_log import EventLog, EventWriter
+from teamgraph.runtime.event_log import OUTAGE_S, EventLog, EventWriter
 from teamgraph.runtime.pauses import DecisionLike, emit_pauses, pending_requests, resume_command
 from teamgraph.runtime.reranker import reranker
 from teamgraph.runtime.results import build_result
@@ -54,7 +54,7 @@ from teamgraph.runtime.retention import compact
 from teamgraph.specs.team import TeamSpec
 from teamgraph.status import FINISHED
 from teamgraph.storage.models import utcnow
-from teamgraph.storage.outages import is_outage, stopped
+from teamgraph.storage.outages import is_outage, stopped, until_reachable
 from teamgraph.storage.run_store import ROW_RESERVE, SeqBlock
 from teamgraph.tools.mcp import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
@@ -590,21 +590,27 @@ class Runner:
 
     async def _save(self, ctx: RunContext, **fields: Any) -> None:
         """Write how this execution ended to the run's row — after its events are stored, so a
-        reader in another process that sees the status finds every event before it."""
+        reader in another process that sees the status finds every event before it. The write
+        waits out a database outage as the events do (up to ``OUTAGE_S``): a run that ended is
+        not resumed, and does not end twice, for want of its status."""
         ctx.closed = True
         await ctx.emitter.stored()
         seqs = ctx.emitter.seqs
         if isinstance(seqs, SeqBlock):
             await seqs.settle()  # never let a late reservation overwrite this
         total = ctx.usage.total
-        await self.backend.runs.update(
-            ctx.run_id,
-            input_tokens=total.input_tokens,
-            output_tokens=total.output_tokens,
-            cost_usd=total.cost_usd,
-            last_seq=ctx.emitter.seq,
-            usage_by_agent={k: v.model_dump() for k, v in ctx.usage.by_agent.items()},
+        row = {
+            "input_tokens": total.input_tokens,
+            "output_tokens": total.output_tokens,
+            "cost_usd": total.cost_usd,
+            "last_seq": ctx.emitter.seq,
+            "usage_by_agent": {k: v.model_dump() for k, v in ctx.usage.by_agent.items()},
             **{"finished_at": utcnow(), **fields},
+        }
+        await until_reachable(
+            lambda: self.backend.runs.update(ctx.run_id, **row),
+            within_s=OUTAGE_S,
+            what=f"the status of run {ctx.run_id}",
         )
         status = fields.get("status", "")  # compacted once the row says how the run ended
         await compact(self.backend, self.config.settings, ctx.run_id, ctx.thread_id, status)
