@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import random
 import statistics
 import subprocess
@@ -307,8 +308,8 @@ def _json(text: str) -> dict[str, Any]:
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    ordered = sorted(values)  # nearest rank: the smallest value with q of them at or below it
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 async def _phase(
