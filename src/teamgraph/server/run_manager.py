@@ -67,6 +67,7 @@ class _Live:
     started: asyncio.Task[None] | None = None  # storing a resumed run's answer
     ended: bool = False  # it emitted its end or its pause
     last_seq: int = 0
+    stored_here: bool = False  # its row was stored by this start (not a worker's stored run)
 
     def enter(self, phase: Phase) -> None:
         if phase not in NEXT[self.phase]:
@@ -258,6 +259,7 @@ class RunManager:
         if any(other.session_id == live.session_id for other in self._live.values()):
             raise RunConflict("this session already has a running run")
         self._live[live.run_id] = live
+        live.stored_here = accept is not None
         try:
             await (accept() if accept is not None else self._check_latest(live))
         except BaseException:
@@ -307,10 +309,7 @@ class RunManager:
                 if row.status in OPEN:
                     await self.state.backend.runs.cancel_stored(row.id, "cancelled", live.last_seq)
             elif live.new and not live.ready.done():  # stored, then refused before its first event
-                if error is not None and is_outage(error):  # closed once the database is back
-                    self._later(live.run_id, lambda: self._refused(live, error))
-                else:
-                    await self._refused(live, error)
+                await self._not_started(live, error)
         except Exception:
             log.exception("could not close run %s cleanly", live.run_id)
         finally:
@@ -356,6 +355,15 @@ class RunManager:
                 self._recovering.pop(run_id, None)
 
         self._recovering[run_id] = asyncio.get_running_loop().create_task(written())
+
+    async def _not_started(self, live: _Live, error: BaseException | None) -> None:
+        """A new run that failed before its first event: it ends ``failed`` with why — once the
+        database answers if an outage stopped it and its start got a 503; a worker's stored run
+        an outage stopped is left to the worker, which starts it again."""
+        if error is None or not is_outage(error):
+            await self._refused(live, error)
+        elif live.stored_here:
+            self._later(live.run_id, lambda: self._refused(live, error))
 
     async def _refused(self, live: _Live, error: BaseException | None) -> None:
         """A new run whose row is stored but which never started ends ``failed``, with why."""
