@@ -35,7 +35,7 @@ PATTERNS = {
 # events.stored: server only (test_runs); run.stored: before anything runs (test_plan_durability)
 BOUNDARIES = [b for b in faults.BOUNDARIES if b not in ("events.stored", "run.stored")]
 WITHOUT = {  # boundaries a pattern's example team never passes (checked below)
-    "supervisor": {"step.done", "step.recorded", "tool.done", "tool.journaled"},
+    "supervisor": {"step.done", "step.recorded"},
     "swarm": {"step.done", "step.recorded"},
     "collaborative": {"step.done", "step.recorded"},
     "single": {"step.done", "step.recorded"},
