@@ -85,6 +85,9 @@ def _journaled(case: Case) -> int | None:
     return int(seen["journaled"]) if seen.get("exists", True) else None
 
 
+KILLS_PER_RUN = 3
+
+
 def campaign(kills: int, seed: int, latency: float) -> Tally:
     rng = random.Random(seed)
     tally = Tally()
@@ -119,10 +122,17 @@ def _reference(tmp: Path, name: str, latency: float) -> tuple[Case, float]:
 def _one_run(
     case: Case, ref: Case, duration: float, rng: random.Random, tally: Tally, kills: int
 ) -> None:
-    """Kill the run at random instants, resuming after each kill, until it completes."""
-    phase, lost = "start", 0
-    while tally.kills < kills and _killed_at_random(case, phase, rng.uniform(0.05, duration)):
+    """Kill the run at random instants, resuming after each kill, until it completes (at most
+    :data:`KILLS_PER_RUN` kills per run, so every team of the campaign is killed too, however
+    slowly a loaded machine runs them)."""
+    phase, lost, mine = "start", 0, 0
+    while (
+        tally.kills < kills
+        and mine < KILLS_PER_RUN
+        and _killed_at_random(case, phase, rng.uniform(0.05, duration))
+    ):
         tally.kills += 1
+        mine += 1
         journaled = _journaled(case)
         if journaled is None:
             continue  # killed before the run was stored: start it again
