@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from teamgraph.knowledge.chunking import chunk_markdown
-from teamgraph.knowledge.text import content_words
+from teamgraph.knowledge.fts_query import content_words
 from teamgraph.knowledge.vectors import passage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evals"))

@@ -71,7 +71,7 @@ from teamgraph.config import Settings
 from teamgraph.events import Event
 from teamgraph.runtime.backend import open_backend
 from teamgraph.runtime.runner import Runner
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.server.sse import frame, streaming_response
 
 TARGET_MS = 1.0

@@ -150,7 +150,7 @@ async def calibrate(root: Path, teams: Path) -> Calibration:
     of the bench team, keep one run's replies, and size ``work`` to the same CPU."""
     from peer.graph import work
     from teamgraph.llm import offline
-    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.team_api import Team
 
     spent: list[float] = []
     texts: list[str] = []

@@ -49,7 +49,7 @@ from teamgraph.plan import PlanDecision
 from teamgraph.planning.routing import WorkerInfo
 from teamgraph.planning.rules import plan_by_rules
 from teamgraph.planning.templates import available
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import FunctionChatModel
 
 REPO = Path(__file__).resolve().parents[1]

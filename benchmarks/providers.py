@@ -41,9 +41,9 @@ from tests.fake_providers import FakeProvider, Say  # noqa: E402
 
 from server import Api, Server, percentile, server_settings  # noqa: E402
 from teamgraph.config import ProviderSettings, Settings  # noqa: E402
-from teamgraph.llm.limits import Gate  # noqa: E402
+from teamgraph.llm.provider_limits import ProviderLimits  # noqa: E402
 from teamgraph.plan import Plan, Step  # noqa: E402
-from teamgraph.runtime.team import Team  # noqa: E402
+from teamgraph.runtime.team_api import Team  # noqa: E402
 
 MODEL = "openai:gpt-4o-mini"
 PIECE_DELAY_S = 0.01  # ≈ 100 tokens/s, a fast hosted model
@@ -150,7 +150,7 @@ async def fan_out(fake: FakeProvider, steps: int, **limits: int) -> list[float]:
 
 async def token_wait() -> float:
     """Seconds a ~500-token call waits after a reply that reported 10,000 tokens."""
-    gate = Gate(ProviderSettings(tokens_per_minute=60_000))
+    gate = ProviderLimits(ProviderSettings(tokens_per_minute=60_000))
 
     async def big() -> AIMessage:
         usage = UsageMetadata(input_tokens=9_000, output_tokens=1_000, total_tokens=10_000)

@@ -44,7 +44,7 @@ from langgraph.types import Command, Send
 from teamgraph.config import Settings
 from teamgraph.plan import Plan, Step
 from teamgraph.runtime.backend import Backend, open_backend
-from teamgraph.runtime.config import RunConfig
+from teamgraph.runtime.run_config import RunConfig
 from teamgraph.runtime.runner import Runner
 from teamgraph.specs.loader import team_from_dict
 from teamgraph.specs.team import TeamSpec

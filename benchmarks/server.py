@@ -54,7 +54,7 @@ from typing import Any
 import httpx
 
 from teamgraph.config import Settings
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 
 TTFE_TARGET_MS = 50.0
 PASSWORD = "Bench-passw0rd!"

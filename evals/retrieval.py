@@ -34,8 +34,8 @@ import yaml
 
 from teamgraph.config import Settings
 from teamgraph.knowledge import Hit, KnowledgeBase
+from teamgraph.knowledge.fts_query import query_terms
 from teamgraph.knowledge.index import Mode
-from teamgraph.knowledge.text import query_terms
 
 HERE = Path(__file__).resolve().parent
 KNOWLEDGE = HERE.parent / "examples" / "knowledge"

@@ -204,7 +204,7 @@ def context() -> Any:
         _CONTEXT = multiprocessing.get_context("forkserver")
         # what tests.faultkit imports (the forkserver of Python 3.11 ignores the parent's
         # sys.path while preloading, so ``tests`` itself is imported in each child: cheap)
-        _CONTEXT.set_forkserver_preload(["teamgraph.runtime.team", "teamgraph.testing"])
+        _CONTEXT.set_forkserver_preload(["teamgraph.runtime.team_api", "teamgraph.testing"])
     return _CONTEXT
 
 

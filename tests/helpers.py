@@ -19,7 +19,7 @@ from teamgraph.brief import current_brief
 from teamgraph.config import Settings
 from teamgraph.events import BaseEvent
 from teamgraph.result import RunResult
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "teams"
 FAST_RETRY = {"max_attempts": 3, "initial_delay_s": 0, "max_delay_s": 0, "jitter_s": 0}

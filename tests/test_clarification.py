@@ -8,7 +8,7 @@ import pytest
 
 from teamgraph import UsageError
 from teamgraph.llm._moderation import is_vague
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 
 from .helpers import EXAMPLES, by_type, desk_team
 

@@ -16,7 +16,7 @@ from langchain_core.tools import tool
 
 from teamgraph import Plan, Step
 from teamgraph.config import Settings
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import FunctionChatModel
 
 from . import faultkit

@@ -15,7 +15,7 @@ from teamgraph import SpecError, prompts
 from teamgraph.brief import Brief
 from teamgraph.config import Settings
 from teamgraph.patterns.collaborative import ReviewVerdict
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import ScriptedChatModel, ToolCall
 
 from .helpers import by_type, make_team, member

@@ -279,7 +279,7 @@ def test_a_resumed_run_reports_what_the_same_run_costs_uninterrupted(
     """Every reply paid for before the kill is counted once (from the journal), and nothing
     twice: the offline model is deterministic, so the uninterrupted run spends the same."""
     from teamgraph.config import Settings
-    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.team_api import Team
 
     settings = Settings(database_url=f"sqlite:///{tmp_path}/again.db")
     team = Team.from_yaml(Path(crash.db.removeprefix("sqlite:///")).parent / "team.yaml")

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from teamgraph import Plan, SpecError, Step
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import ScriptedChatModel, ToolCall
 
 from .helpers import by_type, make_team, member, run_collect

@@ -18,8 +18,8 @@ from langchain_core.tools import tool
 from langsmith import tracing_context
 
 from teamgraph import Plan, Step
-from teamgraph.llm import direct as direct_module
-from teamgraph.llm.direct import direct_call, direct_stream, streams
+from teamgraph.llm import lean_calls as direct_module
+from teamgraph.llm.lean_calls import direct_call, direct_stream, streams
 from teamgraph.llm.offline import OfflineChatModel
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
 

@@ -19,7 +19,7 @@ from teamgraph.config import EXAMPLES, ProviderSettings, Settings
 from teamgraph.embeddings import OfflineEmbedder, embedder
 from teamgraph.errors import ModelConfigError
 from teamgraph.knowledge import KnowledgeBase
-from teamgraph.knowledge.text import content_words
+from teamgraph.knowledge.fts_query import content_words
 from teamgraph.tools.search_docs import make_search_docs_tool
 
 from .fake_providers.embeddings import FakeEmbeddings, bag_of_words

@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from teamgraph import Plan, Step
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import FunctionChatModel
 
 from .helpers import FAST_RETRY, by_type, run_collect, task_of

@@ -13,7 +13,7 @@ from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import Hit, IngestReport, KnowledgeBase
 from teamgraph.knowledge.chunking import chunk_markdown, chunk_text
-from teamgraph.knowledge.text import ZERO_WIDTH_SPACE, build_match_query, query_terms
+from teamgraph.knowledge.fts_query import ZERO_WIDTH_SPACE, build_match_query, query_terms
 from teamgraph.tools.search_docs import TOOL_DESCRIPTION, format_hits, make_search_docs_tool
 
 EXAMPLES = PACKAGED / "knowledge"  # shipped with the package (examples/ links to it)

@@ -13,7 +13,7 @@ from teamgraph import Plan, Step, prompts
 from teamgraph.brief import current_brief
 from teamgraph.events import TokenUsage
 from teamgraph.result import RunResult
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
 
 from .helpers import FAST_RETRY, by_type, run_collect

@@ -4,9 +4,9 @@ import pytest
 
 import teamgraph
 from teamgraph import ModelConfigError, Settings
-from teamgraph.llm.errors import is_transient
 from teamgraph.llm.offline import OfflineChatModel
 from teamgraph.llm.pricing import Price, PriceTable
+from teamgraph.llm.provider_errors import is_transient
 from teamgraph.llm.resolve import resolve_model
 
 

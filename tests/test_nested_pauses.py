@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import tool
 
 from teamgraph import Plan, Step
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import FunctionChatModel
 
 from .helpers import FAST_RETRY, by_type, task_of

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from teamgraph import DatabaseUnavailable
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.storage.outages import is_outage
 
 from .faultkit import REQUEST, LockedOnce

@@ -14,7 +14,7 @@ from langgraph.store.memory import InMemoryStore
 from teamgraph.config import Settings
 from teamgraph.plan import Plan, Step
 from teamgraph.planning.plan_reuse import fill, skeleton, words_of
-from teamgraph.storage.plan_cache import CacheEntry, StorePlanCache
+from teamgraph.storage.cached_plans import CacheEntry, StorePlanCache
 from teamgraph.testing import FunctionChatModel
 
 from .helpers import by_type, is_planner, make_team, task_of

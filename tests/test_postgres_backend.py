@@ -8,7 +8,7 @@ from typing import Any
 from teamgraph import DatabaseUnavailable, Plan, Step
 from teamgraph.config import Settings
 from teamgraph.llm.offline import OfflineChatModel
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 
 from .conftest import PG_ADMIN
 from .faultkit import REQUEST

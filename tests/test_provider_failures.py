@@ -21,8 +21,8 @@ from langchain_core.messages.ai import UsageMetadata
 
 from teamgraph import Team
 from teamgraph.config import ProviderSettings
-from teamgraph.llm.limits import Gate, SharedBucket
 from teamgraph.llm.pricing import PriceTable
+from teamgraph.llm.provider_limits import ProviderLimits, SharedBucket
 from teamgraph.plan import Plan, Step
 
 from .fake_providers import Fail, FakeProvider, Hang, Reset
@@ -254,7 +254,9 @@ async def test_a_limit_is_shared_by_every_run_of_the_process(tmp_path: Path) -> 
 
 
 async def test_tokens_per_minute_charge_what_the_provider_reported() -> None:
-    gate = Gate(ProviderSettings(tokens_per_minute=60_000))  # 1,000 a second, 10 s of them
+    gate = ProviderLimits(
+        ProviderSettings(tokens_per_minute=60_000)
+    )  # 1,000 a second, 10 s of them
 
     async def big() -> AIMessage:  # a small prompt that cost 10,000 tokens
         usage = UsageMetadata(input_tokens=9_000, output_tokens=1_000, total_tokens=10_000)
@@ -281,7 +283,7 @@ async def test_a_rate_is_shared_by_every_process_on_the_database(pg_url: str) ->
     engines = [create_async_engine(url), create_async_engine(url)]
     await upgrade(engines[0])
     options = ProviderSettings(requests_per_minute=30)
-    gates = [Gate(options, SharedRates(engine), "openai") for engine in engines]
+    gates = [ProviderLimits(options, SharedRates(engine), "openai") for engine in engines]
     try:
         slots = []
         for n in range(6):  # far faster than 30 a minute: every one waits for its slot

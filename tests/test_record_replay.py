@@ -10,7 +10,7 @@ import pytest
 from langchain_core.tools import tool
 
 from teamgraph.runtime.diff import diff_runs
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import ScriptedChatModel, ToolCall
 
 from .helpers import EXAMPLES, by_type, run_collect

@@ -19,7 +19,7 @@ from teamgraph.plan import Plan, Step
 from teamgraph.runtime.diff import describe
 from teamgraph.runtime.retention import compact, parse_age, prune, pruning
 from teamgraph.runtime.runner import Runner
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.storage.models import MessageRow, RunRow, SessionRow, UserRow, utcnow
 
 from .helpers import desk_team, eventually

@@ -25,7 +25,7 @@ import uvloop
 
 from teamgraph.sandbox import ExecResult, Sandbox, SandboxLimits, SandboxUnavailable
 from teamgraph.sandbox import bwrap as bwrap_module
-from teamgraph.sandbox import runner as runner_module
+from teamgraph.sandbox import sandbox as runner_module
 from teamgraph.sandbox._host import HostSetup
 from teamgraph.tools.python_tool import TOOL_DESCRIPTION, make_python_tool
 

@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolArg, tool
 
 from teamgraph.brief import current_brief
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import FunctionChatModel, ToolCall
 
 from .helpers import by_type, plan_json, run_collect

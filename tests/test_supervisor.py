@@ -16,7 +16,7 @@ from teamgraph import prompts
 from teamgraph.events import BaseEvent
 from teamgraph.patterns.supervisor import SupervisorDecision
 from teamgraph.result import RunResult
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel, transient
 
 from .helpers import CEILING_S, FAST_RETRY, by_type

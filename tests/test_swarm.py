@@ -11,7 +11,7 @@ from langchain_core.tools import InjectedToolArg, tool
 
 from teamgraph import SpecError
 from teamgraph.config import Settings
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel, ToolCall
 from teamgraph.tools.handoff import handoff_tool_name, make_handoff_tool
 

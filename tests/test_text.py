@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from teamgraph.knowledge.text import query_terms
+from teamgraph.knowledge.fts_query import query_terms
 from teamgraph.text import has_cjk, search_terms, tokenize
 
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from teamgraph.plan import Plan, Step
     from teamgraph.result import RunResult, StepResult
     from teamgraph.runtime.runner import Runner
-    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.team_api import Team
     from teamgraph.specs import AgentSpec, TeamSpec, WorkflowOptions
 
 _HOMES = {
@@ -73,7 +73,7 @@ _HOMES = {
     "teamgraph.plan": ("Plan", "Step"),
     "teamgraph.result": ("RunResult", "StepResult"),
     "teamgraph.runtime.runner": ("Runner",),
-    "teamgraph.runtime.team": ("Team",),
+    "teamgraph.runtime.team_api": ("Team",),
     "teamgraph.specs": ("AgentSpec", "TeamSpec", "WorkflowOptions"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}

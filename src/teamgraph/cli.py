@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the heavy modules load inside the commands: `--help` stays 
     from teamgraph.events import Event, RunStatus
     from teamgraph.result import RunResult
     from teamgraph.runtime.runner import Runner
-    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.team_api import Team
     from teamgraph.runtime.view import RunView
     from teamgraph.storage.models import RunRow
 
@@ -123,7 +123,7 @@ def _team(value: str, settings: Settings) -> Team:
     """``--team``: a YAML file, or a team of the teams folders (the example teams shipped with
     the package by default) by its name (``name:`` in its file, as runs, the workspace and the
     API show it) or, for compatibility, by its file's name."""
-    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.team_api import Team
 
     path = _team_file(value, settings)
     if path.is_dir():
@@ -249,7 +249,7 @@ def resume(
     """Finish an interrupted or paused run without redoing what it had completed (RUN_ID: the
     id or any unambiguous prefix of it, such as the 12 characters `runs` shows)."""
     from teamgraph.cli_pauses import resume_options
-    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.team_api import Team
     from teamgraph.specs.loader import team_from_dict
 
     options = resume_options(answer, approve, reject, comment, edit)
@@ -302,7 +302,7 @@ async def _stored_results(settings: Settings, *given: str) -> list[tuple[RunRow,
     """The stored runs ``given`` (ids or unambiguous prefixes), each with its result."""
     from teamgraph.runtime.backend import open_backend
     from teamgraph.runtime.runner import Runner
-    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.team_api import Team
     from teamgraph.specs.loader import team_from_dict
 
     async with open_backend(settings) as backend:

@@ -288,7 +288,7 @@ async def test_a_plain_error_under_the_prefix_is_reshaped_with_its_headers() -> 
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from teamgraph.server.errors import ShapedErrors
+    from teamgraph.server.http_errors import ShapedErrors
     from teamgraph.server.protocols.openai import ERROR_SHAPE
 
     async def outage(request: Any) -> JSONResponse:
@@ -316,7 +316,7 @@ async def test_a_conflict_under_the_prefix_has_openais_shape() -> None:
     from fastapi import FastAPI
 
     from teamgraph.errors import RunConflict
-    from teamgraph.server.errors import install_error_handlers
+    from teamgraph.server.http_errors import install_error_handlers
     from teamgraph.server.protocols.openai import ERROR_SHAPE
 
     app = FastAPI()

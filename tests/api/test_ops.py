@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from teamgraph.config import Settings
 from teamgraph.errors import UsageError
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.server.app import create_app
 from teamgraph.server.app import serve as serve_app
 from teamgraph.server.logging import bind_run, json_logging

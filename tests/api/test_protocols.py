@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from teamgraph.events import Event
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.server.deps import ReadSession, state_of
 from teamgraph.server.protocols.adapter import EventStream
 from teamgraph.server.sse import frame

@@ -24,7 +24,7 @@ from teamgraph.runtime.event_log import (
     one_by_one,
     replay,
 )
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.server import repositories as repo
 from teamgraph.server.app import create_app
 from teamgraph.server.state import AppState
@@ -532,7 +532,7 @@ async def test_shared_notes_are_per_user_on_the_server(
     client: httpx.AsyncClient, alice: User, bob: User, app: Any
 ) -> None:
     """Runs through the server namespace save_note/search_notes by the run's user."""
-    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.team_api import Team
     from teamgraph.testing import ScriptedChatModel, ToolCall
 
     state = app.state.teamgraph

@@ -198,7 +198,7 @@ async def test_the_orchestrator_object_speaks_the_clients_vocabulary(
 async def test_a_question_then_the_confirmed_intent(
     client: httpx.AsyncClient, alice: User, app: Any
 ) -> None:
-    from teamgraph.runtime.team import Team
+    from teamgraph.runtime.team_api import Team
 
     state = app.state.teamgraph
     spec = {"name": "desk", "clarify": True, "members": ["researcher", "writer"]}

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from teamgraph.config import Settings
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from tests.ui.conftest import REPO, Server
 
 TEAMS = REPO / "examples" / "teams"

@@ -28,7 +28,7 @@ embedded on the next ingest or search; until then keyword search still finds it.
 
 Every call opens its own short-lived connection, so one :class:`KnowledgeBase` can be used from
 several threads, e.g. from asyncio code via ``asyncio.to_thread``. How CJK text is indexed and how
-user queries are made safe is explained in :mod:`teamgraph.knowledge.text`.
+user queries are made safe is explained in :mod:`teamgraph.knowledge.fts_query`.
 """
 
 from __future__ import annotations
@@ -51,14 +51,14 @@ from teamgraph.embeddings import Embedder
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import vectors
 from teamgraph.knowledge.chunking import Chunk, chunk_markdown, chunk_text
-from teamgraph.knowledge.fusion import coverage, fuse
-from teamgraph.knowledge.text import (
+from teamgraph.knowledge.fts_query import (
     build_match_query,
     content_words,
     mark_cjk,
     scope_term,
     snippet,
 )
+from teamgraph.knowledge.fusion import coverage, fuse
 from teamgraph.storage.sqlite import BUSY_TIMEOUT_S, connect
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -118,7 +118,7 @@ class Hit:
     ``source`` is the resolved path of the file, ``heading`` its heading path (``""`` for text
     files). ``snippet`` is a short excerpt of ``text`` on one line where the query's terms are
     densest, matched terms wrapped in ``**`` (markdown bold) and cuts marked ``…``
-    (:func:`~teamgraph.knowledge.text.snippet`). ``score``: higher is better — the fused score
+    (:func:`~teamgraph.knowledge.fts_query.snippet`). ``score``: higher is better — the fused score
     (hybrid), BM25 negated (keyword) or the cosine similarity (vector).
     """
 

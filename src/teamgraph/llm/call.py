@@ -7,11 +7,11 @@ journal holds for the call's key (an earlier attempt made it before a crash or a
 returned as it was — nothing is asked, spent or counted again. Otherwise, in order:
 
 1. **budget** — the run's limits are checked and the call is counted before it starts;
-2. **the call** — through the provider's limits (:mod:`teamgraph.llm.limits`), with the call's
-   :class:`~teamgraph.brief.Brief` current, streamed as ``token`` events (text calls);
+2. **the call** — through the provider's limits (:mod:`teamgraph.llm.provider_limits`), with the
+   call's :class:`~teamgraph.brief.Brief` current, streamed as ``token`` events (text calls);
    transient errors retried after ``Retry-After`` or with backoff and jitter, each retry
    announced as a ``model_retry`` event (its partial tokens void); a provider's failure
-   reported as :mod:`teamgraph.llm.errors` classifies it;
+   reported as :mod:`teamgraph.llm.provider_errors` classifies it;
 3. **journal** — the reply and what it cost are recorded at once (the window in which a crash
    loses a paid reply is this one write);
 4. **usage** — counted per step, agent and run, and emitted once as a ``usage`` event.
@@ -37,10 +37,16 @@ from teamgraph.brief import Brief, briefed
 from teamgraph.durable import Journal, JournalKey, ModelEntry, once
 from teamgraph.events import BaseEvent, ModelRetry, TokenDelta, UsageRecorded
 from teamgraph.llm.cassette import Cassette, model_request
-from teamgraph.llm.direct import direct_call, direct_stream, streams
-from teamgraph.llm.errors import MAX_RETRY_AFTER_S, is_transient, redact, retry_after, translate
 from teamgraph.llm.finish import check_declined, stop_reason
 from teamgraph.llm.frames import Frames
+from teamgraph.llm.lean_calls import direct_call, direct_stream, streams
+from teamgraph.llm.provider_errors import (
+    MAX_RETRY_AFTER_S,
+    is_transient,
+    redact,
+    retry_after,
+    translate,
+)
 from teamgraph.llm.usage import UsageTracker
 from teamgraph.specs.team import RetryOptions
 
@@ -270,10 +276,10 @@ async def _retrying(
 ) -> T:
     """``attempt()`` through the model's limits; transient errors retried (tenacity) after the
     provider's ``Retry-After`` or with exponential backoff and jitter, each retry announced. A
-    provider's failure is reported as :func:`~teamgraph.llm.errors.translate` says (the run
+    provider's failure is reported as :func:`~teamgraph.llm.provider_errors.translate` says (the run
     stops, or the step fails). The common case pays nothing for the retry machinery."""
-    gate = scope.models.gate(caller.model_name)
-    call = attempt if gate is None else partial(gate.through, attempt, messages)
+    limits = scope.models.limits_for(caller.model_name)
+    call = attempt if limits is None else partial(limits.through, attempt, messages)
     try:
         return await call()
     except Exception as exc:

@@ -185,7 +185,7 @@ def _diff(site: str, recorded: Any, asked: Any) -> str:
     return f"the replayed run asked at {site} what the recording did not:\n" + "\n".join(lines)
 
 
-class StandIn(BindsTools):
+class RecordedModel(BindsTools):
     """The model every role gets while a run is replayed: the recording answers every call, so
     this one is never asked (it says so if it is). Binding tools works as on a real model."""
 

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from teamgraph.config import ProviderSettings, Settings
-from teamgraph.llm import limits
+from teamgraph.llm import provider_limits
 from teamgraph.llm.resolve import resolve_model
 from teamgraph.specs.agent import AgentSpec
 from teamgraph.specs.team import TeamSpec
@@ -58,7 +58,7 @@ class ModelProvider:
             self._cache[key] = resolve_model(name, self.settings, **dict(kwargs))
         return self._cache[key], name
 
-    def gate(self, model: str) -> limits.Gate | None:
+    def limits_for(self, model: str) -> provider_limits.ProviderLimits | None:
         """The limits a call of ``model`` passes (``None``: none set). A model with an entry of
         its own in ``providers`` has its own limits; others share their provider's."""
         options = self._options.get(model)
@@ -69,4 +69,4 @@ class ModelProvider:
         ):
             return None
         shared = model if model in self.settings.providers else model.partition(":")[0]
-        return limits.gate(shared, options, self.rates)
+        return provider_limits.limits_for(shared, options, self.rates)

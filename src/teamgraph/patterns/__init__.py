@@ -31,11 +31,11 @@ def pattern_of(team: TeamSpec) -> Pattern:
     pattern = PATTERNS[team.pattern]
     if not team.clarify:
         return pattern
-    from teamgraph.patterns.moderator import gate
+    from teamgraph.patterns.moderator import behind_clarification
 
     return replace(
         pattern,
-        build=lambda spec, saver: gate(spec, pattern.build(spec, None), saver),
+        build=lambda spec, saver: behind_clarification(spec, pattern.build(spec, None), saver),
         supersteps=lambda spec: pattern.supersteps(spec) + 2,
     )
 

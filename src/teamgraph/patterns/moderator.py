@@ -66,7 +66,7 @@ async def moderate(state: Any, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {"request": clarified(state["request"], answer)}
 
 
-def gate(
+def behind_clarification(
     team: TeamSpec,
     inner: CompiledStateGraph[Any, Any, Any, Any],
     checkpointer: BaseCheckpointSaver[Any] | None = None,

@@ -40,7 +40,7 @@ from teamgraph.embeddings import Embedder
 from teamgraph.plan import Plan, PlanRules
 from teamgraph.planning.plan_reuse import embedding_text, fill, leaked, skeleton, words_of
 from teamgraph.specs.team import TeamSpec
-from teamgraph.storage.plan_cache import CacheEntry, PlanCacheStore
+from teamgraph.storage.cached_plans import CacheEntry, PlanCacheStore
 
 if TYPE_CHECKING:
     from teamgraph.embeddings import Vectors

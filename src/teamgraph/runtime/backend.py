@@ -22,10 +22,10 @@ from teamgraph.durable import JournalStore, StepLedger
 from teamgraph.errors import UsageError
 from teamgraph.knowledge import KnowledgeBase
 from teamgraph.storage import sqlite
+from teamgraph.storage.cached_plans import PlanCacheStore, SqlitePlanCache, StorePlanCache
 from teamgraph.storage.checkpoints import SqliteCheckpointer, with_crash_points
 from teamgraph.storage.direct import Direct
 from teamgraph.storage.outages import purged_on_outage
-from teamgraph.storage.plan_cache import PlanCacheStore, SqlitePlanCache, StorePlanCache
 from teamgraph.storage.rates import SharedRates
 from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStepLedger
 from teamgraph.storage.run_store import PostgresRunStore, RunStore, SqlRunStore

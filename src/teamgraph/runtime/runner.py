@@ -33,7 +33,7 @@ from teamgraph.events import (
     TokenUsage,
 )
 from teamgraph.knowledge import SHARED
-from teamgraph.llm.cassette import Cassette, StandIn
+from teamgraph.llm.cassette import Cassette, RecordedModel
 from teamgraph.llm.pricing import PriceTable
 from teamgraph.llm.provider import ModelProvider
 from teamgraph.llm.usage import UsageTracker
@@ -45,18 +45,18 @@ from teamgraph.planning.templates import Template, available
 from teamgraph.result import RunResult
 from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
-from teamgraph.runtime.config import RunConfig, RunHooks
 from teamgraph.runtime.event_log import OUTAGE_S, EventLog, EventWriter
-from teamgraph.runtime.pauses import DecisionLike, emit_pauses, pending_requests, resume_command
+from teamgraph.runtime.outcomes import build_result
 from teamgraph.runtime.reranker import reranker
-from teamgraph.runtime.results import build_result
+from teamgraph.runtime.resuming import DecisionLike, emit_pauses, pending_requests, resume_command
 from teamgraph.runtime.retention import compact
+from teamgraph.runtime.run_config import RunConfig, RunHooks
 from teamgraph.specs.team import TeamSpec
 from teamgraph.status import FINISHED
 from teamgraph.storage.models import utcnow
 from teamgraph.storage.outages import is_outage, stopped, until_reachable
 from teamgraph.storage.run_store import ROW_RESERVE, SeqBlock
-from teamgraph.tools.mcp import load_mcp_tools
+from teamgraph.tools.mcp_client import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
 
 
@@ -437,7 +437,7 @@ class Runner:
         if cassette is not None and cassette.replaying:  # every named model: the recording
             config = self.config
             models = ModelProvider(
-                config.settings, config.models, config.model, StandIn(), self.backend.rates
+                config.settings, config.models, config.model, RecordedModel(), self.backend.rates
             )
         ctx = RunContext(
             run_id=run_id,

@@ -9,8 +9,8 @@ See ``docs/sandbox.md`` for what the boundary does and does not protect against.
 """
 
 from teamgraph.errors import SandboxUnavailable
+from teamgraph.sandbox.exec_result import ExecResult
 from teamgraph.sandbox.limits import SandboxLimits
-from teamgraph.sandbox.result import ExecResult
-from teamgraph.sandbox.runner import Sandbox
+from teamgraph.sandbox.sandbox import Sandbox
 
 __all__ = ["ExecResult", "Sandbox", "SandboxLimits", "SandboxUnavailable"]

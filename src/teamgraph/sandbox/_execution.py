@@ -18,8 +18,8 @@ from teamgraph.sandbox._channel import Messages, OutputCapture, Tool, pipe_reade
 from teamgraph.sandbox._host import HostSetup, make_preexec
 from teamgraph.sandbox._process import kill_pid1, signal_name, stop, wait
 from teamgraph.sandbox.bwrap import bwrap_command, child_path, start_failure
+from teamgraph.sandbox.exec_result import ExecResult
 from teamgraph.sandbox.limits import SandboxLimits
-from teamgraph.sandbox.result import ExecResult
 
 SETTLE_S = 2.0  # after the sandbox has ended, how long its pipes may take to close
 CHILD_FILES = ("_child.py", "_child_errors.py")

@@ -21,7 +21,7 @@ from teamgraph.runtime.backend import open_backend
 from teamgraph.runtime.retention import pruning
 from teamgraph.server import compat, ops, protocols
 from teamgraph.server.deps import OAUTH2, get_claims
-from teamgraph.server.errors import ShapedErrors, install_error_handlers
+from teamgraph.server.http_errors import ShapedErrors, install_error_handlers
 from teamgraph.server.routes import auth, sessions, teams, web
 from teamgraph.server.run_manager import RunManager
 from teamgraph.server.state import AppState, load_teams

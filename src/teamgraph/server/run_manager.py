@@ -24,7 +24,7 @@ from teamgraph.events import BaseEvent, Event, RunCompleted
 from teamgraph.runtime import event_log as rl
 from teamgraph.runtime.retention import compact
 from teamgraph.runtime.runner import Runner, check_request
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.server import repositories as repo
 from teamgraph.server.logging import bind_run
 from teamgraph.server.state import AppState

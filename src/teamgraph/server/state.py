@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from teamgraph.config import Settings
 from teamgraph.errors import SpecError
 from teamgraph.runtime.backend import Backend
-from teamgraph.runtime.team import Team
+from teamgraph.runtime.team_api import Team
 from teamgraph.server.credentials import Authenticator
 
 if TYPE_CHECKING:

@@ -3,14 +3,14 @@
 (:mod:`.openai`), the LangGraph Agent Protocol (:mod:`.agent_protocol`), AG-UI (:mod:`.agui`) and
 teams as MCP tools (:mod:`.mcp`) and as A2A agents (:mod:`.a2a`).
 A new protocol is one more module here and its router in :data:`ROUTERS` (and, if its clients
-expect errors in a shape of their own, its :class:`~teamgraph.server.errors.ErrorShape` in
+expect errors in a shape of their own, its :class:`~teamgraph.server.http_errors.ErrorShape` in
 :data:`ERROR_SHAPES`)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from teamgraph.server.errors import ErrorShape
+from teamgraph.server.http_errors import ErrorShape
 from teamgraph.server.protocols import a2a, agent_protocol, agui, mcp, openai, runs
 
 # the runs API first: a request is matched against the routes in order, and every run makes two

@@ -36,7 +36,7 @@ from teamgraph.events import Event
 from teamgraph.result import RunResult
 from teamgraph.server import repositories as repo
 from teamgraph.server.deps import CurrentUser, Db, State
-from teamgraph.server.errors import ErrorShape
+from teamgraph.server.http_errors import ErrorShape
 from teamgraph.server.protocols.adapter import EventStream
 from teamgraph.server.protocols.reply import ChatReply, chat_intent
 from teamgraph.server.schemas import no_nul

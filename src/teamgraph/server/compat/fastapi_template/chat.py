@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from teamgraph.events import Event
 from teamgraph.planning.templates import Template, available, misfit
 from teamgraph.server import repositories as repo
-from teamgraph.server.compat.teams import single_team, workflow_team
+from teamgraph.server.compat.derived_teams import single_team, workflow_team
 from teamgraph.server.deps import CurrentSession, Db, State
 from teamgraph.server.protocols.adapter import EventStream
 from teamgraph.server.protocols.reply import ChatReply

@@ -21,8 +21,8 @@ from sqlalchemy import func, select
 
 from teamgraph.events import Event
 from teamgraph.server import repositories as repo
+from teamgraph.server.compat.derived_teams import filtered_team, single_team
 from teamgraph.server.compat.swarm_chat.orchestrator import orchestrator_result
-from teamgraph.server.compat.teams import filtered_team, single_team
 from teamgraph.server.deps import CurrentUser, Db, State
 from teamgraph.server.protocols.adapter import EventStream
 from teamgraph.server.protocols.reply import ChatReply

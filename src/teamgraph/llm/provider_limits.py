@@ -40,7 +40,7 @@ class Bucket(Protocol):
     async def charge(self, units: float) -> None: ...
 
 
-class Gate:
+class ProviderLimits:
     """One provider's (or model's) limits. Calls pass :meth:`through` it."""
 
     def __init__(
@@ -123,13 +123,15 @@ def _text(message: BaseMessage) -> str:
     return content if isinstance(content, str) else str(content)
 
 
-_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Gate]] = (
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, ProviderLimits]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def gate(model: str, options: ProviderSettings, rates: SharedRates | None = None) -> Gate | None:
-    """The process's gate for ``model`` with these limits (``None`` when none is set); its
+def limits_for(
+    model: str, options: ProviderSettings, rates: SharedRates | None = None
+) -> ProviderLimits | None:
+    """The process's limits for ``model`` with these limits (``None`` when none is set); its
     rates are shared through ``rates`` when given. Gates belong to an event loop, as their
     locks do."""
     limits = (options.max_concurrency, options.requests_per_minute, options.tokens_per_minute)
@@ -138,7 +140,7 @@ def gate(model: str, options: ProviderSettings, rates: SharedRates | None = None
     gates = _GATES.setdefault(asyncio.get_running_loop(), {})
     key = (model, *limits, id(rates))
     if key not in gates:
-        gates[key] = Gate(options, rates, model)
+        gates[key] = ProviderLimits(options, rates, model)
     return gates[key]
 
 

@@ -15,8 +15,8 @@ from teamgraph.sandbox import bwrap as _bwrap
 from teamgraph.sandbox._channel import Tool
 from teamgraph.sandbox._execution import Execution
 from teamgraph.sandbox._host import HostSetup, host_setup, make_preexec
+from teamgraph.sandbox.exec_result import ExecResult
 from teamgraph.sandbox.limits import SandboxLimits, process_rlimits
-from teamgraph.sandbox.result import ExecResult
 
 PROBE = "import sys; sys.stdout.write('sandbox-ok')"
 PROBE_TIMEOUT_S = 30.0

@@ -14,7 +14,7 @@ from teamgraph.config import Settings
 from teamgraph.events import Event
 from teamgraph.result import RunResult
 from teamgraph.runtime.backend import open_backend
-from teamgraph.runtime.config import RunConfig
+from teamgraph.runtime.run_config import RunConfig
 from teamgraph.runtime.runner import Runner
 from teamgraph.specs.loader import check_tools, load_team_file, team_from_dict
 from teamgraph.specs.team import TeamSpec
