@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import signal
@@ -393,15 +394,66 @@ def test_knowledge_lists_and_removes_what_ingest_indexed(db: str) -> None:
     listed = invoke("knowledge", "list", "--db", db)
     assert listed.exit_code == 0, explain(listed)
     files = sorted(p.name for p in KNOWLEDGE.glob("*.md"))
-    assert "searched by every team's runs" in flat(listed.stdout)
+    assert f"collection:default: {len(files)} document(s); no team searches it yet" in flat(
+        listed.stdout
+    )
     assert all(name in listed.stdout for name in files)
 
     missing = invoke("knowledge", "remove", "9999", "--db", db)
-    assert missing.exit_code == 2 and "no document '9999' in shared" in flat(missing.output)
+    assert missing.exit_code == 2
+    assert "no document '9999' in collection:default" in flat(missing.output)
     removed = invoke("knowledge", "remove", KNOWLEDGE, "--db", db)
     assert removed.exit_code == 0, explain(removed)
-    assert f"removed {len(files)} document(s) from shared; 0 chunk(s) left" in flat(removed.stdout)
-    assert "shared: 0 document(s)" in flat(invoke("knowledge", "list", "--db", db).stdout)
+    assert f"removed {len(files)} document(s) from collection:default; 0 chunk(s) left" in flat(
+        removed.stdout
+    )
+    assert "collection:default: 0 document(s)" in flat(
+        invoke("knowledge", "list", "--db", db).stdout
+    )
+
+
+def test_the_shared_collection_is_named_explicitly_and_every_team_reads_it(db: str) -> None:
+    result = invoke("ingest", KNOWLEDGE, "--shared", "--db", db)
+
+    assert result.exit_code == 0, explain(result)
+    assert "shared: every team's runs search it" in flat(result.stdout)
+    listed = invoke("knowledge", "list", "--shared", "--db", db)
+    assert "shared: " in flat(listed.stdout) and "every team's runs search it" in flat(
+        listed.stdout
+    )
+    both = invoke("ingest", KNOWLEDGE, "--shared", "--collection", "x", "--db", db)
+    assert both.exit_code == 2 and "name one collection" in flat(both.output)
+    bad = invoke("ingest", KNOWLEDGE, "--collection", "../etc", "--db", db)
+    assert bad.exit_code == 2 and "--collection '../etc'" in flat(bad.output)
+
+
+def test_a_named_collection_is_searched_only_by_the_teams_that_list_it(
+    tmp_path: Path, db: str
+) -> None:
+    teams, docs = tmp_path / "teams", tmp_path / "docs"
+    teams.mkdir()
+    docs.mkdir()
+    members = "model: offline\npattern: single\nmembers: [researcher]\n"
+    (teams / "reader.yaml").write_text(f"name: reader\ncollections: [handbook]\n{members}")
+    (teams / "other.yaml").write_text(f"name: other\n{members}")
+    (docs / "zephyr.md").write_text(
+        "# Zephyr keys\n\nThe Zephyr gateway rotates its signing keys every 17 days.\n"
+    )
+    env = {"COLUMNS": "400", "TEAMGRAPH_TEAMS_DIRS": json.dumps([str(teams)])}
+
+    def run(*args: str | Path) -> Result:
+        return cli.invoke(app, [str(a) for a in args], env=env)
+
+    ingested = run("ingest", docs, "--collection", "handbook", "--db", db)
+    assert ingested.exit_code == 0, explain(ingested)
+    assert "collection:handbook: searched by team(s) reader" in flat(ingested.stdout)
+    question = "How often does the Zephyr gateway rotate its signing keys?"
+    read = run("run", "-t", "reader", "--events", "jsonl", "--db", db, question)
+    unread = run("run", "-t", "other", "--events", "jsonl", "--db", db, question)
+
+    assert read.exit_code == 0, explain(read)
+    assert "17 days" in read.stdout
+    assert "17 days" not in unread.stdout
 
 
 def test_ingest_indexes_files_then_skips_unchanged_ones(db: str) -> None:
@@ -415,7 +467,7 @@ def test_ingest_indexes_files_then_skips_unchanged_ones(db: str) -> None:
     assert second.exit_code == 0, explain(second)
     one, two = INGEST.search(flat(first.stdout)), INGEST.search(flat(second.stdout))
     assert one is not None, first.stdout
-    assert "every team's runs search them" in flat(first.stdout)  # says who will see them
+    assert "collection:default: no team searches it yet" in flat(first.stdout)  # says who reads
     assert two is not None, second.stdout
     indexed, unchanged, removed, written, total = map(int, one.groups())
     assert (indexed, unchanged, removed) == (files, 0, 0)

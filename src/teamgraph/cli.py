@@ -7,7 +7,7 @@ import traceback
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypeVar
 
 import typer
 
@@ -57,6 +57,22 @@ DbOption = Annotated[
     str | None,
     typer.Option("--db", help="Database URL (default: DATABASE_URL or sqlite:///./teamgraph.db)."),
 ]
+TeamOption = Annotated[
+    str | None, typer.Option("--team", "-t", help="A team's own collection (its runs only).")
+]
+CollectionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--collection",
+        "-c",
+        help="A named collection (default: 'default'), read by the teams "
+        "that list it under `collections`.",
+    ),
+]
+SharedOption = Annotated[
+    bool, typer.Option("--shared", help="The shared collection: every team's runs search it.")
+]
+DEFAULT_COLLECTION = "default"
 _used: dict[str, str] = {}  # the database URL the command uses, for the error line
 
 
@@ -838,33 +854,27 @@ def templates(
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Markdown/text files or folders.")],
-    team: Annotated[
-        str | None,
-        typer.Option(help="Only this team's runs search them (default: every team's)."),
-    ] = None,
+    team: TeamOption = None,
+    collection: CollectionOption = None,
+    shared: SharedOption = False,
     db: DbOption = None,
 ) -> None:
-    """Index documents for the search_docs tool (incremental: unchanged files are skipped)."""
-    from teamgraph.knowledge import SHARED, KnowledgeBase
-    from teamgraph.runtime.runner import team_collection
+    """Index documents for the search_docs tool (incremental: unchanged files are skipped), into
+    a named collection (``default`` unless --collection, --team or --shared says otherwise):
+    only the teams that list it under ``collections`` search it."""
+    from teamgraph.knowledge import KnowledgeBase
 
     try:
         settings = _settings(db)
-        collection = team_collection(_team_name(team, settings)) if team else SHARED
+        where = _collection(team, collection, shared, settings)
         kb = KnowledgeBase(settings.sqlite_path, settings)
-        report = kb.ingest(paths, collection)
+        report = kb.ingest(paths, where.id)
     except (OSError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
-    who = (
-        f"runs of team {_team_name(team, settings)!r} search them"
-        if team
-        else "every team's runs search them (the shared collection; --team NAME keeps them to "
-        "one team)"
-    )
     _out().print(
         f"indexed {report.files_indexed} file(s), {report.files_unchanged} unchanged, "
         f"{report.files_removed} removed; {report.chunks} chunk(s) written; "
-        f"{kb.count()} chunk(s) in the index; {who}",
+        f"{kb.count()} chunk(s) in the index; {where.id}: {where.readers}",
         soft_wrap=True,
     )
 
@@ -873,22 +883,68 @@ knowledge_app = typer.Typer(
     help="The documents `ingest` indexed: list them, remove them.", no_args_is_help=True
 )
 app.add_typer(knowledge_app, name="knowledge")
-TeamOption = Annotated[
-    str | None,
-    typer.Option("--team", "-t", help="That team's documents (default: the shared ones)."),
-]
 
 
-def _collection(team: str | None, settings: Settings) -> str:
+class _Collection(NamedTuple):
+    id: str  # as the index keeps it: collection:NAME, team:NAME or shared
+    readers: str  # whose runs search it, in words
+
+
+def _collection(
+    team: str | None, name: str | None, shared: bool, settings: Settings
+) -> _Collection:
+    """The collection ``--team``, ``--collection`` or ``--shared`` names (at most one of them;
+    none: the ``default`` collection)."""
+    import re
+
     from teamgraph.knowledge import SHARED
-    from teamgraph.runtime.runner import team_collection
+    from teamgraph.runtime.runner import named_collection, team_collection
+    from teamgraph.specs.team import COLLECTION_NAME
 
-    return team_collection(_team_name(team, settings)) if team else SHARED
+    if sum((team is not None, name is not None, shared)) > 1:
+        raise UsageError("name one collection: --team, --collection or --shared")
+    if team is not None:
+        team_name = _team_name(team, settings)
+        return _Collection(team_collection(team_name), f"team {team_name!r}'s runs search it")
+    if shared:
+        return _Collection(SHARED, "every team's runs search it")
+    name = DEFAULT_COLLECTION if name is None else name
+    if not re.match(COLLECTION_NAME, name):
+        raise UsageError(f"--collection {name!r}: use letters, digits, '_', '.', '-' (≤ 64)")
+    readers = _readers(name, settings)
+    return _Collection(
+        named_collection(name),
+        f"searched by team(s) {', '.join(readers)}"
+        if readers
+        else f"no team searches it yet: list it in a team's YAML (collections: [{name}]), "
+        "or ingest with --team NAME (one team) or --shared (every team)",
+    )
+
+
+def _readers(name: str, settings: Settings) -> list[str]:
+    """The teams of the teams folders whose YAML lists the named collection."""
+    import yaml
+
+    found = []
+    for team, file in sorted(_teams_by_name(settings).items()):
+        try:
+            raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(raw, dict) and name in (raw.get("collections") or []):
+            found.append(team)
+    return found
 
 
 @knowledge_app.command("list")
-def knowledge_list(team: TeamOption = None, db: DbOption = None) -> None:
-    """The documents of the shared collection (every team's runs search it) or of a team's."""
+def knowledge_list(
+    team: TeamOption = None,
+    collection: CollectionOption = None,
+    shared: SharedOption = False,
+    db: DbOption = None,
+) -> None:
+    """The documents of a collection (as `ingest`: the ``default`` one unless --collection,
+    --team or --shared), and which teams search it."""
     from rich.table import Table
     from rich.text import Text
 
@@ -896,12 +952,11 @@ def knowledge_list(team: TeamOption = None, db: DbOption = None) -> None:
 
     try:
         settings = _settings(db)
-        collection = _collection(team, settings)
-        documents = KnowledgeBase(settings.sqlite_path, settings).documents(collection)
+        where = _collection(team, collection, shared, settings)
+        documents = KnowledgeBase(settings.sqlite_path, settings).documents(where.id)
     except (OSError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
-    searched = f"team {team!r}'s runs" if team else "every team's runs"
-    table = Table(title=f"{collection}: {len(documents)} document(s), searched by {searched}")
+    table = Table(title=f"{where.id}: {len(documents)} document(s); {where.readers}")
     for column in ("id", "name", "source", "chunks", "added"):
         table.add_column(column)
     for d in documents:
@@ -915,26 +970,29 @@ def knowledge_remove(
         list[str], typer.Argument(help="Document ids, or files and folders as ingested.")
     ],
     team: TeamOption = None,
+    collection: CollectionOption = None,
+    shared: SharedOption = False,
     db: DbOption = None,
 ) -> None:
-    """Remove documents from the shared collection (or a team's): by id, or every document
-    ingested from a file or folder."""
+    """Remove documents from a collection (as `ingest`: the ``default`` one unless
+    --collection, --team or --shared): by id, or every document ingested from a file or
+    folder."""
     from teamgraph.knowledge import KnowledgeBase
 
     try:
         settings = _settings(db)
-        collection = _collection(team, settings)
+        where = _collection(team, collection, shared, settings)
         kb = KnowledgeBase(settings.sqlite_path, settings)
-        documents = kb.documents(collection)
+        documents = kb.documents(where.id)
         chosen = {d.id for item in what for d in documents if _names(item, d.id, d.source)}
         missing = [i for i in what if not any(_names(i, d.id, d.source) for d in documents)]
         if missing:
-            raise UsageError(f"no document {', '.join(map(repr, missing))} in {collection}")
+            raise UsageError(f"no document {', '.join(map(repr, missing))} in {where.id}")
         for document_id in sorted(chosen):
-            kb.delete(collection, document_id)
+            kb.delete(where.id, document_id)
     except (OSError, TeamgraphError, ValueError) as exc:
         raise _fail(exc) from None
-    _out().print(f"removed {len(chosen)} document(s) from {collection}; {kb.count()} chunk(s) left")
+    _out().print(f"removed {len(chosen)} document(s) from {where.id}; {kb.count()} chunk(s) left")
 
 
 def _names(item: str, document_id: int, source: str) -> bool:

@@ -448,7 +448,12 @@ class Runner:
             tools=self.config.registry,
             tool_resources=ToolResources(
                 knowledge=self.backend.knowledge.scoped(
-                    (team_collection(self.team.name), user_collection(user), SHARED),
+                    (
+                        team_collection(self.team.name),
+                        user_collection(user),
+                        SHARED,
+                        *map(named_collection, _collections(self.team)),
+                    ),
                     self.team.embedding_model,
                 ),
                 store=self.backend.store,
@@ -630,9 +635,24 @@ def team_collection(team: str) -> str:
     return f"team:{team.partition(':')[0]}"
 
 
+def named_collection(name: str) -> str:
+    """A named collection (``teamgraph ingest --collection NAME``), read by the teams that list
+    it under ``collections``."""
+    return f"collection:{name}"
+
+
 def user_collection(user_id: str) -> str:
     """The knowledge collection of what a user uploaded."""
     return f"user:{user_id}"
+
+
+def _collections(team: TeamSpec) -> list[str]:
+    """The named collections of a team and of its nested teams."""
+    names = list(team.collections)
+    for member in team.members:
+        if isinstance(member, TeamSpec):
+            names += [n for n in _collections(member) if n not in names]
+    return names
 
 
 def _knowledge(team: TeamSpec) -> list[str]:

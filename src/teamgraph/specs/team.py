@@ -147,6 +147,7 @@ class McpServer(BaseModel):
     cwd: str | None = None
 
 
+COLLECTION_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # a named knowledge collection
 DEFAULT_STATE_PROMPT = "Current shared state:\n{state}\n\n{msg}"
 
 
@@ -172,6 +173,11 @@ class TeamSpec(BaseModel):
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
     members: list[Member] = Field(min_length=1)
     knowledge: list[str] = Field(default_factory=list, description="Paths indexed for search_docs")
+    collections: list[Annotated[str, Field(pattern=COLLECTION_NAME)]] = Field(
+        default_factory=list,
+        description="Named knowledge collections its search_docs reads besides its own "
+        "documents (`teamgraph ingest --collection NAME`).",
+    )
     embedding_model: str | None = Field(
         default=None,
         pattern=r"^(offline|none|[a-z_]+:\S+)$",
