@@ -103,6 +103,7 @@ bench: setup services
 	$(VENV)/bin/python benchmarks/providers.py
 	$(VENV)/bin/python benchmarks/cli_startup.py
 	$(VENV)/bin/python benchmarks/scale.py
+	$(VENV)/bin/python benchmarks/capacity.py
 	$(VENV)/bin/python benchmarks/http_floor.py
 	$(VENV)/bin/python benchmarks/peer_server.py
 
