@@ -406,6 +406,19 @@ def test_a_passage_that_only_names_the_subject_is_not_quoted() -> None:
     assert [s.label for s in kept] == ["mongodb.md — MongoDB > Security"]
 
 
+def test_a_quality_noun_finds_passages_that_use_its_adjective() -> None:
+    sources = [
+        Source("mongodb.md > Storage", "WiredTiger makes data durable through a journal."),
+        Source("redis.md > Use", "Redis trades durability for speed."),
+    ]
+    kept = relevant("Research the durability of Redis and MongoDB", sources)
+    assert [s.label for s in kept] == ["mongodb.md > Storage", "redis.md > Use"]
+    comparison = parse_comparison("Compare Redis and MongoDB on durability")
+    assert comparison is not None
+    answer = comparison_answer(comparison, sources)
+    assert "- **MongoDB**: WiredTiger makes data durable through a journal." in answer
+
+
 def test_a_comparison_summary_covers_every_entity_and_aspect_with_verdicts() -> None:
     comparison = parse_comparison("Compare Redis, Memcached and MySQL on cost and speed")
     assert comparison is not None

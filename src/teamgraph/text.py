@@ -100,9 +100,12 @@ def _terms(text: str, norm: Callable[[str], str]) -> list[str]:
 def stem(word: str) -> str:
     """Light, deterministic English stemming: plurals and verb forms (``-s``, ``-ing``, ``-ed``)
     and a final ``e``, so "reviews", "reviewing", "reviewed" and "review" meet ("findings" stays
-    "finding": a plural in -ings is a noun)."""
+    "finding": a plural in -ings is a noun); the qualities of adjectives in -able/-ible meet
+    their adjective ("durability" and "durable", "reliability" and "reliable")."""
     if len(word) <= 3 or not word.isalpha():
         return word
+    if word.endswith(("ability", "ibility")) and len(word) > 8:
+        return word[:-5] + "l"  # durability -> durabl, as durable -> durabl
     noun = word.endswith("ings")  # "findings", "settings": nouns, not verb forms
     word = _strip_plural(word)
     for suffix in ("ed",) if noun else ("ing", "ed"):
