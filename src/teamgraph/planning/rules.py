@@ -50,7 +50,7 @@ def _plan_by_rules(
     notes: list[str],
 ) -> PlanDecision:
     names = [w.name for w in workers]
-    fitting = _fitting_templates(request, templates, names, max_steps, notes)
+    fitting = _fitting_templates(request, templates, names, max_steps)
     strong = [t for score, t in fitting if score >= STRONG_TEMPLATE]
     if strong:
         return PlanDecision(instantiate(strong[0], request), "template", tuple(notes))
@@ -104,17 +104,15 @@ def _fitting_templates(
     templates: Mapping[str, Template],
     workers: list[str],
     max_steps: int,
-    notes: list[str],
 ) -> list[tuple[int, Template]]:
-    """The templates matching ``request`` that the team can run, best first."""
-    fitting = []
-    for score, template in ranked(request, templates):
-        errors = plan_errors(instantiate(template, request), workers, max_steps)
-        if errors:
-            notes.append(f"template {template.name!r} does not fit this team: {'; '.join(errors)}")
-        else:
-            fitting.append((score, template))
-    return fitting
+    """The templates matching ``request`` that the team can run, best first. One the team cannot
+    run is passed over silently: nobody asked for it (a template the caller names and the team
+    cannot run is noted by the planner)."""
+    return [
+        (score, template)
+        for score, template in ranked(request, templates)
+        if not plan_errors(instantiate(template, request), workers, max_steps)
+    ]
 
 
 def fallback_plan(request: str, worker: str) -> Plan:
