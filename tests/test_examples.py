@@ -107,3 +107,26 @@ def test_everyday_requests_are_answered_from_the_team_knowledge(team: Path, tmp_
         answer = events[-1]["output"]
         assert "I can't answer this yet" not in answer, (request, answer)
         assert re.search(r"\b(?:mongodb|redis)\.md\b", answer), (request, answer)
+
+
+GREETING_TEAMS = [t for t in TEAMS if "clarify: true" not in t.read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("team", GREETING_TEAMS, ids=[t.stem for t in GREETING_TEAMS])
+def test_a_greeting_is_answered_not_searched(team: Path, tmp_path: Path) -> None:
+    """ "hello" gets a greeting that says what the offline model can do — not a search for
+    "hello" ("No documents matched") nor a passage that happens to match it. (A team that asks
+    clarifying questions asks one instead: a greeting says nothing of what is wanted.)"""
+    db = f"sqlite:///{tmp_path}/ex.db"
+    for request, opening, says in (
+        ("Hi there!", "Hello!", "offline model"),
+        ("谢谢", "不客气！", "离线模型"),
+    ):
+        result = CliRunner().invoke(
+            app, ["run", "-t", str(team), "--db", db, "--events", "jsonl", "--no-input", request]
+        )
+        assert result.exit_code == 0, result.output
+        events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        answer = events[-1]["output"]
+        assert answer.startswith(opening) and says in answer, (request, answer)
+        assert "No documents matched" not in answer and ".md" not in answer

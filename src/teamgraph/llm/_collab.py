@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage
 
 from teamgraph import prompts
 from teamgraph.brief import Brief
-from teamgraph.llm._extractive import OFFLINE_NOTICE, Source, extractive_answer
+from teamgraph.llm._extractive import OFFLINE_NOTICE, Source, extractive_answer, small_talk
 from teamgraph.planning.routing import WorkerInfo
 from teamgraph.planning.rules import decompose
 
@@ -44,6 +44,8 @@ def handles(brief: Brief, tools: list[dict[str, Any]]) -> bool:
 def reply(brief: Brief) -> AIMessage:
     if brief.role == "structured":
         return _verdict(brief)
+    if (greeting := small_talk(brief.request)) is not None:
+        return AIMessage(greeting)  # nothing to outline or draft
     if brief.purpose == "outline":
         return AIMessage(_outline(brief.request))
     return AIMessage(_draft_answer(brief))

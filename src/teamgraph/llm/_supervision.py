@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 
 from teamgraph import prompts
 from teamgraph.brief import Brief
-from teamgraph.llm._extractive import extractive_answer, quoted_sources
+from teamgraph.llm._extractive import extractive_answer, quoted_sources, small_talk
 from teamgraph.planning.routing import WorkerInfo, route
 
 DELEGATE = "Look into this request and answer it:"  # one line: a member searches its first line
@@ -27,12 +27,19 @@ def supervisor_reply(brief: Brief, tools: list[dict[str, Any]]) -> AIMessage:
     turn = entries[users[-1] + 1 :] if users else entries
     delegated = prompts.delegation_speaker("")
     picked = [s.removeprefix(delegated) for s, _ in turn if s.startswith(delegated)]
-    if members and request and not picked:
+    if not picked and (greeting := small_talk(request)) is not None:
+        decision: dict[str, Any] = {
+            "picks": [],
+            "finish": True,
+            "answer": greeting,
+            "reasoning": "Offline: a greeting needs no member.",
+        }
+    elif members and request and not picked:
         agent = route(request, members)
         searchers = [m for m in members if m.searches]
         if searchers and not any(m.name == agent and m.searches for m in members):
             agent = route(request, searchers, searchers[0].name)  # it finds what to answer from
-        decision: dict[str, Any] = {
+        decision = {
             "picks": [{"agent": agent, "instructions": f"{DELEGATE} {request}"}],
             "finish": False,
             "answer": "",

@@ -36,6 +36,7 @@ from teamgraph.llm._extractive import (
     extractive_answer,
     quoted_sources,
     search_query,
+    small_talk,
     split_blocks,
 )
 from teamgraph.llm._moderation import moderate
@@ -169,6 +170,8 @@ def _agent_reply(
     forced = _forced_tool(tools, tool_choice)
     if forced is not None:
         return _call(forced, task)
+    if not context and (reply := small_talk(task)) is not None:
+        return AIMessage(content=reply)  # a greeting searches nothing
     if tools and not _called_tools(messages):
         chosen = _choose_tool(task, tools)
         if chosen is not None:
