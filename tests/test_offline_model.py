@@ -456,4 +456,4 @@ def test_a_template_task_searches_with_the_request_it_serves() -> None:
         "Research the topic of the request. Gather the key facts and name their sources."
         "\n\nUser's original request: What are Redis persistence options?"
     )
-    assert search_query(task) == "Redis persistence options"
+    assert search_query(task) == "Redis persistence"  # "options" names no subject

@@ -25,7 +25,8 @@ TASK_WORDS = frozenset(
     "research find fact facts each differ differs difference differences how they write "
     "summary summarize summarise comparing compare comparison based finding findings about "
     "information collect gather analyze analyse analysis task step report please original "
-    "request user answer look up search describe explain".split()
+    "request user answer look up search describe explain option options overview detail details "
+    "short brief key main".split()
 )
 
 
