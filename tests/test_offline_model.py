@@ -437,6 +437,24 @@ def test_a_comparison_summary_covers_every_entity_and_aspect_with_verdicts() -> 
     assert "Redis ahead" in answer and "(redis.md > Speed)" in answer
 
 
+def test_a_chinese_comparison_is_answered_in_chinese_from_english_passages_too() -> None:
+    comparison = parse_comparison("比较 Redis 和 Memcached 的性能和成本")
+    assert comparison is not None
+    sources = [
+        Source("redis.md > Performance", "Redis is fast: reads take under a millisecond."),
+        Source("memcached.md > Performance", "Memcached is slow to warm after a restart."),
+        Source("redis.md > Cost", "Redis is free under a permissive licence."),
+    ]
+    answer = comparison_answer(comparison, sources)
+    assert (
+        "- **Redis**: Redis is fast: reads take under a millisecond." in answer
+    )  # 性能 = performance
+    assert "- **Memcached**: 未找到相关段落。" in answer  # on cost: nothing, said in Chinese
+    assert "| 方面 | Redis | Memcached | 判断 |" in answer
+    assert "### 结论" in answer and "依材料，Redis 占优" in answer
+    assert "Verdict" not in answer and "no passage found" not in answer
+
+
 def test_the_closing_step_of_a_comparison_plan_names_its_comparison() -> None:
     from teamgraph.planning.routing import WorkerInfo
     from teamgraph.planning.rules import comparison_in_task, decompose

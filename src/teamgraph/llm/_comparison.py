@@ -10,10 +10,15 @@ request has its column — "no passage found" rather than a silent gap.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from teamgraph.llm._extractive import OFFLINE_NOTICE, Source, content_terms, sentences
+from teamgraph.llm._extractive import (
+    OFFLINE_NOTICE,
+    Source,
+    content_terms,
+    sentences,
+    translated,
+)
 from teamgraph.planning.request_structure import Comparison
 from teamgraph.text import tokenize
 
@@ -47,9 +52,89 @@ class Cell:
         return sum(t in _GOOD for t in terms) - sum(t in _BAD for t in terms)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """An aspect's verdict: the entities ahead (``ahead``), none (a tie), or too little material
+    (``missing``: the entities without a passage)."""
+
+    ahead: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+
+    @property
+    def settled(self) -> bool:
+        return bool(self.ahead)
+
+
+@dataclass(frozen=True)
+class Words:
+    """The answer's own words, in the request's language (the quoted sentences stay as written)."""
+
+    none: str
+    verdict: str
+    glance: str
+    aspect: str
+    conclusion: str
+    missing: str  # {entities}
+    tie: str
+    ahead: str  # {entities}
+    favours: str  # {wins}
+    win: str  # {entity} {aspects}
+    wins_sep: str
+    unsettled: str  # {aspects}
+    no_winner: str  # {entities}
+    caveat: str
+    joiner: str  # between entities: "and"
+    comma: str
+    space: str  # between sentences
+
+
+ENGLISH = Words(
+    none="no passage found.",
+    verdict="Verdict",
+    glance="At a glance",
+    aspect="aspect",
+    conclusion="Conclusion",
+    missing="not enough material on {entities} to compare",
+    tie="no clear difference in the material",
+    ahead="{entities} ahead on what the material says",
+    favours="The material favours {wins}.",
+    win="{entity} on {aspects}",
+    wins_sep="; ",
+    unsettled="It does not settle {aspects}.",
+    no_winner="It shows no clear winner between {entities}.",
+    caveat="These verdicts weigh cue words of the quoted sentences (the offline model has no "
+    "understanding): read the cited passages, and weigh what matters for your use, before "
+    "choosing.",
+    joiner=" and ",
+    comma=", ",
+    space=" ",
+)
+CHINESE = Words(
+    none="未找到相关段落。",
+    verdict="判断",
+    glance="一览",
+    aspect="方面",
+    conclusion="结论",
+    missing="关于 {entities} 的材料不足，无法比较",
+    tie="材料中看不出明显差别",
+    ahead="依材料，{entities} 占优",
+    favours="材料显示：{wins}。",
+    win="{entity}在{aspects}方面占优",
+    wins_sep="；",
+    unsettled="材料未能说明{aspects}方面的差别。",
+    no_winner="{entities} 之间看不出明显的胜者。",
+    caveat="以上判断只依据引文中的提示词（离线模型并不理解内容）：请阅读所引段落，"
+    "结合你的实际需求再做选择。",
+    joiner=" 和 ",
+    comma="、",
+    space="",
+)
+
+
 def comparison_answer(comparison: Comparison, sources: list[Source]) -> str:
     """Per aspect (or one overview), each entity's best sentence and a verdict; then a table of
-    the verdicts and a conclusion."""
+    the verdicts and a conclusion — in the request's language."""
+    words = CHINESE if comparison.chinese else ENGLISH
     entities = list(comparison.entities)
     aspects = list(comparison.aspects) or [_overview(comparison)]
     found = [(s.label, line) for s in sources for line in sentences(s.text)]
@@ -62,23 +147,23 @@ def comparison_answer(comparison: Comparison, sources: list[Source]) -> str:
         verdicts.append((aspect, verdict))
         lines = [f"### {aspect[:1].upper()}{aspect[1:]}"]
         for entity, cell in cells.items():
-            said = f"{cell.sentence} _({cell.label})_" if cell else "no passage found."
+            said = f"{cell.sentence} _({cell.label})_" if cell else words.none
             lines.append(f"- **{entity}**: {said}")
-        lines.append(f"- *Verdict*: {verdict}")
+        lines.append(f"- *{words.verdict}*: {_said(verdict, words)}")
         sections.append("\n".join(lines))
-    table = ["| aspect | " + " | ".join(entities) + " | verdict |"]
+    table = [f"| {words.aspect} | " + " | ".join(entities) + f" | {words.verdict.lower()} |"]
     table.append("|---" * (len(entities) + 2) + "|")
     for aspect, verdict in verdicts:
-        marks = [_mark(entity, verdict) for entity in entities]
-        table.append(f"| {aspect} | " + " | ".join(marks) + f" | {verdict} |")
+        marks = ["✓" if entity in verdict.ahead else "–" for entity in entities]
+        table.append(f"| {aspect} | " + " | ".join(marks) + f" | {_said(verdict, words)} |")
     notice = OFFLINE_NOTICE.format(n=len(sources))
     return "\n\n".join(
         [
             notice,
             f"## {' vs '.join(entities)}",
             *sections,
-            "### At a glance\n\n" + "\n".join(table),
-            "### Conclusion\n\n" + _conclusion(entities, verdicts),
+            f"### {words.glance}\n\n" + "\n".join(table),
+            f"### {words.conclusion}\n\n" + _conclusion(entities, verdicts, words),
         ]
     )
 
@@ -93,7 +178,7 @@ def _cell(
     """The sentence that best speaks of ``entity`` on ``aspect`` (not one quoted already, and
     rather one about no other entity): both named in it or in its heading, else the entity
     alone (``aspect`` empty: an overview)."""
-    named, about = content_terms(entity), content_terms(aspect)
+    named, about = content_terms(entity), content_terms(f"{aspect} {translated(aspect)}")
     others = set().union(*(content_terms(e) for e in entities if e != entity)) - named
     best: tuple[tuple[int, int, int], Cell] | None = None
     for position, (label, line) in enumerate(found):
@@ -115,41 +200,36 @@ def _cell(
     return best[1]
 
 
-def _verdict(cells: dict[str, Cell | None]) -> str:
+def _verdict(cells: dict[str, Cell | None]) -> Verdict:
     leans = {e: c.lean for e, c in cells.items() if c is not None}
     if len(leans) < 2:
-        missing = [e for e, c in cells.items() if c is None]
-        return f"not enough material on {', '.join(missing)} to compare"
+        return Verdict(missing=tuple(e for e, c in cells.items() if c is None))
     top = max(leans.values())
-    ahead = [e for e, lean in leans.items() if lean == top]
-    if len(ahead) == len(leans):
-        return "no clear difference in the material"
-    return f"{' and '.join(ahead)} ahead on what the material says"
+    ahead = tuple(e for e, lean in leans.items() if lean == top)
+    return Verdict() if len(ahead) == len(leans) else Verdict(ahead=ahead)
 
 
-def _mark(entity: str, verdict: str) -> str:
-    if verdict.startswith("no ") or verdict.startswith("not "):
-        return "–"
-    return "✓" if re.search(rf"(?:^| and ){re.escape(entity)}(?: and | ahead)", verdict) else "–"
+def _said(verdict: Verdict, words: Words) -> str:
+    if verdict.missing:
+        return words.missing.format(entities=words.comma.join(verdict.missing))
+    if not verdict.ahead:
+        return words.tie
+    return words.ahead.format(entities=words.joiner.join(verdict.ahead))
 
 
-def _conclusion(entities: list[str], verdicts: list[tuple[str, str]]) -> str:
-    wins = {e: [a for a, v in verdicts if _mark(e, v) == "✓"] for e in entities}
-    said = [f"{e} on {', '.join(a)}" for e, a in wins.items() if a]
-    open_ = [a for a, v in verdicts if v.startswith(("no ", "not "))]
+def _conclusion(entities: list[str], verdicts: list[tuple[str, Verdict]], words: Words) -> str:
+    wins = {e: [a for a, v in verdicts if e in v.ahead] for e in entities}
+    said = [words.win.format(entity=e, aspects=words.comma.join(a)) for e, a in wins.items() if a]
+    open_ = [a for a, v in verdicts if not v.settled]
     parts = []
     if said:
-        parts.append("The material favours " + "; ".join(said) + ".")
+        parts.append(words.favours.format(wins=words.wins_sep.join(said)))
     if open_:
-        parts.append(f"It does not settle {', '.join(open_)}.")
+        parts.append(words.unsettled.format(aspects=words.comma.join(open_)))
     if not said:
-        parts.append(f"It shows no clear winner between {' and '.join(entities)}.")
-    parts.append(
-        "These verdicts weigh cue words of the quoted sentences (the offline model has no "
-        "understanding): read the cited passages, and weigh what matters for your use, before "
-        "choosing."
-    )
-    return " ".join(parts)
+        parts.append(words.no_winner.format(entities=words.joiner.join(entities)))
+    parts.append(words.caveat)
+    return words.space.join(parts)
 
 
 def _short(line: str) -> str:

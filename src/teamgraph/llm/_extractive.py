@@ -30,6 +30,38 @@ TASK_WORDS = frozenset(
 )
 
 
+# An aspect named in one language finds passages written in the other (a Chinese request over
+# English documents, and back): the common aspects of a comparison, both ways.
+_GLOSSARY = {
+    "性能": "performance speed",
+    "速度": "speed performance",
+    "成本": "cost costs pricing",
+    "价格": "price pricing cost",
+    "费用": "cost costs fees",
+    "安全": "security",
+    "安全性": "security",
+    "可靠性": "reliability",
+    "持久性": "durability persistence",
+    "持久化": "persistence durability",
+    "扩展性": "scalability scaling",
+    "可扩展性": "scalability scaling",
+    "易用性": "usability ease",
+    "许可": "licence license licensing",
+    "许可证": "licence license licensing",
+    "运维": "operations operational",
+    "生态": "ecosystem",
+}
+_ENGLISH_TO_CHINESE = {
+    english: chinese for chinese, englishes in _GLOSSARY.items() for english in englishes.split()
+}
+
+
+def translated(aspect: str) -> str:
+    """An aspect's words in the other language (empty when the glossary has none)."""
+    key = aspect.strip().lower()
+    return _GLOSSARY.get(key) or _ENGLISH_TO_CHINESE.get(key, "")
+
+
 def content_terms(text: str) -> set[str]:
     """The tokens of ``text`` that name a subject (task words removed)."""
     return set(tokenize(text)) - _task_terms()
