@@ -21,6 +21,11 @@ _FILLER = frozenset(
     question questions quick quickly said should so some someone something sort sorry stuff
     sure talked tell than thanks thank that the them then there thing things think this those
     to try u up us want we what whatever will with work would yes you your""".split()
+    # nouns that ask for a hand or a view without saying on what: "give me a hand", "any
+    # suggestions?", "do me a favour"
+) | frozenset(
+    """advice favor favour feedback give hand input opinion opinions suggest suggestion
+    suggestions thought thoughts tip tips view views""".split()
 )
 # The same in Chinese (read in simplified characters): requests, pronouns, particles and
 # verbs that stand for any work ("弄", "搞", "做").

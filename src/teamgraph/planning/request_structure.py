@@ -69,7 +69,7 @@ _EN_WHICH_ASPECT = (  # the aspect a "which ..." question weighs the entities on
     re.compile(
         r"^(?:which|who)(?:\s+one|\s+of\s+(?:them|the\s+\w+))?\s+(?:is|has|have|offers?|gives?|"
         r"provides?|gets?)\s+(?:the\s+)?(?:better|best|more|stronger|lower|higher|cheaper|faster)\s+"
-        r"(?P<aspect>[\w -]+)$",
+        r"(?!(?:for|in|on|at|to|with|when|if|as|than|during)\b)(?P<aspect>[\w -]+)$",
         re.I,
     ),
     re.compile(
@@ -127,8 +127,17 @@ _ZH_OPENERS = (
         r"(?:区别|差异|异同|不同|分别|差别|不一样|唔同|唔一样)",
         re.S,
     ),
+    # "A和B的X、Y对比(一下)": the comparison word at the end
     re.compile(
-        rf"^{_ZH_ASK}\s*(?P<body>.+?)\s*[，,]?\s*(?:哪个|哪一个|哪款|哪家|边个|边款|边间|谁)", re.S
+        rf"^{_ZH_ASK}\s*(?P<body>.+?(?:和|与|跟|同|及|、|vs|VS).+?)\s*(?:之间)?(?:的|嘅)?"
+        r"(?:对比|比较|比对|比拼|pk|PK)(?:一下|下)?\W*$",
+        re.S,
+    ),
+    # "A还是B，哪个…": the entities are joined by a word ("找谁" after a clause compares nothing)
+    re.compile(
+        rf"^{_ZH_ASK}\s*(?P<body>.+?(?:和|与|跟|同|及|、|还是|或者|或|vs|VS).+?)\s*[，,]?\s*"
+        r"(?:哪个|哪一个|哪款|哪家|边个|边款|边间|谁)",
+        re.S,
     ),
 )
 _ZH_ASPECT_MARK = re.compile(r"\s*(?:的|在|喺|嘅)\s*")

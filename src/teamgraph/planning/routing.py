@@ -63,12 +63,15 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
      "概述", "汇总", "撰稿", "起草", "写", "润色", "简报", "纪要", "邮件"),
     ("code", "implement", "implementation", "debug", "bug", "program", "programming", "script",
      "fix", "refactor", "function", "build", "endpoint", "api", "sql", "regex", "migration",
-     "scraper", "crawler", "代码", "程式", "实现", "编程", "调试", "程序", "修复", "函数", "脚本",
-     "接口", "迁移", "爬虫", "正则"),
+     "scraper", "crawler", "python", "javascript", "typescript", "java", "rust", "golang",
+     "kotlin", "ruby", "php", "bash", "shell", "html", "css", "makefile", "dockerfile", "docker",
+     "yaml", "config", "cli", "compiler", "linter", "module", "class", "代码", "程式", "实现",
+     "编程", "调试", "程序", "修复", "函数", "脚本", "接口", "迁移", "爬虫", "正则"),
     ("review", "check", "critique", "critic", "verify", "audit", "proofread", "validate", "error",
      "mistake", "edit", "feedback", "grammar", "pull", "flaw", "fallacy", "weakness", "convincing",
-     "persuasive", "harsh", "flag", "polish", "审查", "检查", "评审", "审核", "校对", "验证",
-     "核对", "批改", "修改", "语法", "错误", "错字", "毛病", "漏洞", "润色"),
+     "persuasive", "harsh", "flag", "polish", "reword", "rewrite", "paraphrase", "weak",
+     "审查", "检查", "评审", "审核", "校对", "验证",
+     "核对", "批改", "修改", "语法", "错误", "错字", "毛病", "漏洞", "润色", "改写"),
     ("verify", "fact", "claim", "accurate", "accuracy", "true", "date", "number", "quote",
      "statistic", "核实", "核对", "查证", "属实", "真假", "数字", "日期", "引用"),
     # someone's work to review that is not code: "review my resume", "check this poem"
@@ -83,12 +86,13 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
      "fund", "tax", "invest", "investment", "money", "exchange", "refinance", "理财", "预算",
      "储蓄", "储", "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱", "买楼"),
     ("weather", "forecast", "rain", "temperature", "climate", "snow", "sunny", "cold", "hot",
-     "warm", "umbrella", "jacket", "coat", "degree", "wind", "storm", "humid", "天气", "雨",
+     "warm", "umbrella", "jacket", "coat", "degree", "wind", "storm", "humid", "hail", "fog",
+     "typhoon", "thunder", "天气", "冰雹", "雾", "雷", "湿度", "雨",
      "气温", "预报", "气候", "温度", "冷", "热", "冻", "几度", "几多度", "多少度", "下雪", "台风"),
     ("document", "documentation", "readme", "tutorial", "changelog", "docs", "文档", "教程"),
     ("order", "refund", "account", "login", "log", "shipping", "delivery", "subscription",
-     "parcel", "package", "订单", "退款", "账户", "帐户", "登录", "登入", "发货", "快递", "客服",
-     "包裹"),
+     "parcel", "package", "warranty", "complaint", "订单", "退货", "换货", "售后", "保修",
+     "投诉", "退款", "账户", "帐户", "登录", "登入", "发货", "快递", "客服", "包裹"),
     ("restaurant", "recipe", "gift", "present", "cook", "dinner", "lunch", "eat", "food", "cafe",
      "opening", "ramen", "sushi", "pizza", "noodle", "brunch", "bar", "bakery", "菜", "食谱",
      "餐厅", "礼物", "吃", "饭"),
@@ -124,6 +128,9 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bwork\s+out\b|\bfigure\s+out\s+(?=how\s+much|the\b)", " calculate "),
         (r"\bput\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
         (r"\bbreak[- ]even\b", " breakeven "),
+        (r"\bpoint\s+out\b", " critique "),
+        # "how X works" asks how something behaves, not for work to be reviewed
+        (r"\b(how\s+(?:[\w'-]+\s+){1,6}?)works?\b", r"\1"),
         # who the work is for is not the work: "for the data engineer job"
         (
             r"\bfor\s+(?:an?\s+|the\s+|my\s+)?(?:[\w-]+\s+){0,3}(?:job|position|role|post|opening|"
@@ -136,6 +143,27 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
     )
 )
+# A Chinese thing named with a demonstrative ("这份调研报告", "呢篇文") is what the work is done
+# on, not the work: it goes last, so the verb after it ("挑毛病") says what is asked
+_ZH_OBJECT = re.compile(
+    r"(?:这|那|呢|嗰|该|此)(?:份|篇|个|段|封|些|本|首|张|条|句|啲)[\u4e00-\u9fffA-Za-z0-9 ]{0,8}?"
+    r"(?:报告|文章|文|稿|简历|代码|邮件|论文|信|合同|方案|计划|文档|资料|数据|通知|说明)"
+)
+# Text wanted in another language is a translation ("put this into Japanese"): what is asked
+# when the request opens with no verb of work ("render this email in ...")
+_IN_LANGUAGE = re.compile(
+    r"\b(?:in|into|to)\s+(?:(?:traditional|simplified)\s+)?(?:english|chinese|japanese|korean|"
+    r"french|german|spanish|italian|portuguese|russian|arabic|hindi|vietnamese|thai|cantonese|"
+    r"mandarin|dutch|indonesian|malay|turkish|polish|swedish)\b",
+    re.I,
+)
+_TRANSLATE = " translate "
+# Figures to work on ("15% of 240", "3 + 4", "the spread of 3, 7, 12") ask for a calculation,
+# as a question asks for a look-up
+_FIGURES = re.compile(
+    r"\d\s*%.*?\d|\d\s*[-+*/×÷^]\s*\d|\d+(?:[.,]\d+)?(?:\s*,\s*(?:and\s+)?\d+(?:[.,]\d+)?){2,}"
+)
+_CALCULATE = "calculat"  # the stem of "calculate"
 # A past participle of a verb of work describes a thing ("fixed costs", "reviewed papers"), it
 # does not ask for that work
 _PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.I)
@@ -230,6 +258,8 @@ def word_scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
     wh = explain is not None or _WH_QUESTION.search(asked) is not None
     if wh or _QUESTION.search(asked):  # a question asks to look something up
         words.append((_LOOKUP, 2.0 if wh else 1.0))
+    if _FIGURES.search(asked):
+        words.append((_CALCULATE, 2.5))
     lead = not wh  # the first word naming a kind of work says what the request asks for
     for token, weight in words:
         matches = {
@@ -239,7 +269,7 @@ def word_scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
         held = sum(matches.values())
         if not held:
             continue
-        if token in _SYNONYMS and token != _LOOKUP:
+        if token in _SYNONYMS and token not in (_LOOKUP, _CALCULATE):
             weight, lead = (3.0 if lead else 1.5), False
         for name, value in matches.items():  # shared among the workers it matches
             totals[name] += weight * value / max(held, 1.0)
@@ -249,8 +279,15 @@ def word_scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
 def _read_as_work(text: str) -> str:
     """``text`` with its phrasal verbs of work as one verb and the participles of such verbs
     left out."""
+    objects = _ZH_OBJECT.findall(text)
+    if objects:
+        text = _ZH_OBJECT.sub("，", text) + "，" + "，".join(objects)
     for pattern, verb in _PHRASES:
         text = pattern.sub(verb, text)
+    if _IN_LANGUAGE.search(text):
+        opens = next(iter(_ordered_terms(text)), "")
+        text = _IN_LANGUAGE.sub(" ", text)
+        text = text + _TRANSLATE if opens in _SYNONYMS else _TRANSLATE + text
     return _PARTICIPLE.sub(lambda m: "" if stem(m.group(0).lower()) in _SYNONYMS else m[0], text)
 
 
