@@ -445,6 +445,8 @@ def test_a_step_list_before_then_is_split_at_its_verbs() -> None:
         ("What is 15% of 240?", "analyst"),  # figures to work on, not a look-up
         ("Explain how vaccines work", "researcher"),  # "how X works" is no work to review
         ("Point out the weak spots in this research proposal", "critic"),
+        ("用Kotlin实现一个二叉树", "coder"),  # "用<language>写/实现": code
+        ("帮我看看这篇论文哪里不对", "critic"),  # "where is it wrong" asks for a review
     ],
 )
 def test_routing_reads_what_is_asked(task: str, expected: str) -> None:

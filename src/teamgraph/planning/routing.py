@@ -55,7 +55,8 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
      "evaluation", "assess", "calculate", "compute", "measure", "differ", "difference", "versus",
      "vs", "tradeoff", "risk", "estimate", "forecast", "predict", "projection", "cost", "profit",
      "revenue", "margin", "breakeven", "payback", "roi", "growth", "trend", "statistics",
-     "average", "median", "metric", "weigh", "downside", "drawback", "upside",
+     "average", "median", "mean", "variance", "deviation", "probability", "odds", "percentage",
+     "ratio", "metric", "weigh", "downside", "drawback", "upside", "概率", "平均", "方差",
      "分析", "比较", "对比", "评估", "计算", "权衡", "算", "风险", "估算", "预测", "成本", "利润",
      "盈亏", "毛利", "增长", "趋势", "指标"),
     ("write", "summarize", "summarise", "summary", "report", "draft", "overview", "compose",
@@ -69,7 +70,8 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
      "编程", "调试", "程序", "修复", "函数", "脚本", "接口", "迁移", "爬虫", "正则"),
     ("review", "check", "critique", "critic", "verify", "audit", "proofread", "validate", "error",
      "mistake", "edit", "feedback", "grammar", "pull", "flaw", "fallacy", "weakness", "convincing",
-     "persuasive", "harsh", "flag", "polish", "reword", "rewrite", "paraphrase", "weak",
+     "persuasive", "harsh", "flag", "polish", "reword", "rewrite", "rephrase", "paraphrase",
+     "weak",
      "审查", "检查", "评审", "审核", "校对", "验证",
      "核对", "批改", "修改", "语法", "错误", "错字", "毛病", "漏洞", "润色", "改写"),
     ("verify", "fact", "claim", "accurate", "accuracy", "true", "date", "number", "quote",
@@ -87,15 +89,17 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
      "储蓄", "储", "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱", "买楼"),
     ("weather", "forecast", "rain", "temperature", "climate", "snow", "sunny", "cold", "hot",
      "warm", "umbrella", "jacket", "coat", "degree", "wind", "storm", "humid", "hail", "fog",
-     "typhoon", "thunder", "天气", "冰雹", "雾", "雷", "湿度", "雨",
+     "typhoon", "thunder", "天气", "冰雹", "雾", "雷", "湿度", "雨", "大风", "刮风", "风力", "风暴",
      "气温", "预报", "气候", "温度", "冷", "热", "冻", "几度", "几多度", "多少度", "下雪", "台风"),
     ("document", "documentation", "readme", "tutorial", "changelog", "docs", "文档", "教程"),
     ("order", "refund", "account", "login", "log", "shipping", "delivery", "subscription",
-     "parcel", "package", "warranty", "complaint", "订单", "退货", "换货", "售后", "保修",
+     "parcel", "package", "warranty", "complaint", "cancel", "membership", "password",
+     "unsubscribe", "会员", "取消", "订阅", "密码", "注册", "订单", "退货", "换货", "售后", "保修",
      "投诉", "退款", "账户", "帐户", "登录", "登入", "发货", "快递", "客服", "包裹"),
     ("restaurant", "recipe", "gift", "present", "cook", "dinner", "lunch", "eat", "food", "cafe",
-     "opening", "ramen", "sushi", "pizza", "noodle", "brunch", "bar", "bakery", "菜", "食谱",
-     "餐厅", "礼物", "吃", "饭"),
+     "opening", "ramen", "sushi", "pizza", "noodle", "brunch", "bar", "bakery", "recommend",
+     "recommendation", "bake", "cake", "dessert", "dish", "meal", "movie", "film", "game",
+     "hobby", "菜", "食谱", "餐厅", "礼物", "吃", "饭", "推荐", "电影", "游戏"),
 )  # fmt: skip
 _CJK_WORDS = tuple(  # matched inside a request's Chinese text, longest first
     sorted({w for group in _SYNONYM_GROUPS for w in group if has_cjk(w)}, key=len, reverse=True)
@@ -129,6 +133,7 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bput\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
         (r"\bbreak[- ]even\b", " breakeven "),
         (r"\bpoint\s+out\b", " critique "),
+        (r"用\s*[A-Za-z][A-Za-z0-9+#.]*\s*(?=写|实现|开发|编写)", " 代码 "),
         # "how X works" asks how something behaves, not for work to be reviewed
         (r"\b(how\s+(?:[\w'-]+\s+){1,6}?)works?\b", r"\1"),
         # who the work is for is not the work: "for the data engineer job"
@@ -138,7 +143,8 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             " ",
         ),
         (
-            r"(?:看看|看一下|睇下|睇睇|睇吓)(?=.{0,30}?(?:问题|错|毛病|啱唔啱))|挑.{0,2}毛病",
+            r"(?:看看|看一下|睇下|睇睇|睇吓)(?=.{0,30}?(?:问题|错|毛病|啱唔啱|不好|不对|唔好))|挑.{0,2}毛病"
+            r"|(?:哪里|哪儿|什么地方|边度|边度)[^，,。？?]{0,8}(?:不好|不对|有问题|唔好|唔啱)",
             " 检查 ",
         ),
     )
@@ -255,7 +261,7 @@ def word_scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
     explain = _EXPLAIN.search(asked)
     read = _read_as_work(asked[explain.end() :] if explain else asked)
     words = [(token, 1.0) for token in _ordered_terms(read)]
-    wh = explain is not None or _WH_QUESTION.search(asked) is not None
+    wh = explain is not None or _WH_QUESTION.search(read.strip()) is not None
     if wh or _QUESTION.search(asked):  # a question asks to look something up
         words.append((_LOOKUP, 2.0 if wh else 1.0))
     if _FIGURES.search(asked):
