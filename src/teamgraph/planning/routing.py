@@ -49,19 +49,19 @@ class Routing:
 
 _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("research", "find", "search", "look", "lookup", "gather", "collect", "investigate", "explore",
-     "source", "fact", "evidence", "information", "paper", "papers", "调研", "研究", "查找", "搜索",
-     "查询", "资料", "收集", "搜集", "事实", "检索", "查", "搵", "论文", "搜"),
+     "source", "fact", "evidence", "information", "paper", "papers", "调研", "研究", "查找",
+     "搜索", "查询", "资料", "收集", "搜集", "事实", "检索", "查", "搵", "论文", "搜"),
     ("analyze", "analyse", "analysis", "analyst", "compare", "comparison", "evaluate",
      "evaluation", "assess", "calculate", "compute", "measure", "differ", "difference", "versus",
      "vs", "tradeoff", "risk", "estimate", "forecast", "predict", "projection", "cost", "profit",
      "revenue", "margin", "breakeven", "payback", "roi", "growth", "trend", "statistics",
      "average", "median", "mean", "variance", "deviation", "probability", "odds", "percentage",
-     "ratio", "metric", "weigh", "downside", "drawback", "upside", "概率", "平均", "方差",
-     "分析", "比较", "对比", "评估", "计算", "权衡", "算", "风险", "估算", "预测", "成本", "利润",
-     "盈亏", "毛利", "增长", "趋势", "指标"),
+     "ratio", "chart", "plot", "graph", "visualize", "visualise", "metric", "weigh", "downside",
+     "drawback", "upside", "概率", "平均", "方差", "分析", "比较", "对比", "评估", "计算", "权衡",
+     "算", "风险", "估算", "预测", "成本", "利润", "盈亏", "毛利", "增长", "趋势", "指标"),
     ("write", "summarize", "summarise", "summary", "report", "draft", "overview", "compose",
-     "author", "polish", "memo", "email", "总结", "报告", "撰写", "写作", "摘要",
-     "概述", "汇总", "撰稿", "起草", "写", "润色", "简报", "纪要", "邮件"),
+     "author", "polish", "memo", "email", "总结", "报告", "撰写", "写作", "摘要", "概述", "汇总",
+     "整理", "撰稿", "起草", "写", "润色", "简报", "纪要", "邮件"),
     ("code", "implement", "implementation", "debug", "bug", "program", "programming", "script",
      "fix", "refactor", "function", "build", "endpoint", "api", "sql", "regex", "migration",
      "scraper", "crawler", "python", "javascript", "typescript", "java", "rust", "golang",
@@ -71,9 +71,8 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("review", "check", "critique", "critic", "verify", "audit", "proofread", "validate", "error",
      "mistake", "edit", "feedback", "grammar", "pull", "flaw", "fallacy", "weakness", "convincing",
      "persuasive", "harsh", "flag", "polish", "reword", "rewrite", "rephrase", "paraphrase",
-     "weak",
-     "审查", "检查", "评审", "审核", "校对", "验证",
-     "核对", "批改", "修改", "语法", "错误", "错字", "毛病", "漏洞", "润色", "改写"),
+     "weak", "typo", "审查", "检查", "评审", "审核", "校对", "验证", "核对", "批改", "修改",
+     "语法", "错误", "错字", "毛病", "漏洞", "润色", "改写"),
     ("verify", "fact", "claim", "accurate", "accuracy", "true", "date", "number", "quote",
      "statistic", "核实", "核对", "查证", "属实", "真假", "数字", "日期", "引用"),
     # someone's work to review that is not code: "review my resume", "check this poem"
@@ -88,9 +87,10 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
      "fund", "tax", "invest", "investment", "money", "exchange", "refinance", "理财", "预算",
      "储蓄", "储", "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱", "买楼"),
     ("weather", "forecast", "rain", "temperature", "climate", "snow", "sunny", "cold", "hot",
-     "warm", "umbrella", "jacket", "coat", "degree", "wind", "storm", "humid", "hail", "fog",
-     "typhoon", "thunder", "天气", "冰雹", "雾", "雷", "湿度", "雨", "大风", "刮风", "风力", "风暴",
-     "气温", "预报", "气候", "温度", "冷", "热", "冻", "几度", "几多度", "多少度", "下雪", "台风"),
+     "warm", "windy", "rainy", "snowy", "cloudy", "stormy", "foggy", "umbrella", "jacket", "coat",
+     "degree", "wind", "storm", "humid", "hail", "fog", "typhoon", "thunder", "天气", "冰雹", "雾",
+     "雷", "湿度", "雨", "大风", "刮风", "风力", "风暴", "气温", "预报", "气候", "温度", "冷",
+     "热", "冻", "几度", "几多度", "多少度", "下雪", "台风"),
     ("document", "documentation", "readme", "tutorial", "changelog", "docs", "文档", "教程"),
     ("order", "refund", "account", "login", "log", "shipping", "delivery", "subscription",
      "parcel", "package", "warranty", "complaint", "cancel", "membership", "password",
@@ -98,8 +98,8 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
      "投诉", "退款", "账户", "帐户", "登录", "登入", "发货", "快递", "客服", "包裹"),
     ("restaurant", "recipe", "gift", "present", "cook", "dinner", "lunch", "eat", "food", "cafe",
      "opening", "ramen", "sushi", "pizza", "noodle", "brunch", "bar", "bakery", "recommend",
-     "recommendation", "bake", "cake", "dessert", "dish", "meal", "movie", "film", "game",
-     "hobby", "菜", "食谱", "餐厅", "礼物", "吃", "饭", "推荐", "电影", "游戏"),
+     "recommendation", "bake", "cake", "dessert", "dish", "meal", "movie", "film", "game", "hobby",
+     "菜", "食谱", "餐厅", "礼物", "吃", "饭", "推荐", "电影", "游戏"),
 )  # fmt: skip
 _CJK_WORDS = tuple(  # matched inside a request's Chinese text, longest first
     sorted({w for group in _SYNONYM_GROUPS for w in group if has_cjk(w)}, key=len, reverse=True)
@@ -128,6 +128,7 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:look|go|read|run)\s+(?:over|through)\b|\bpore\s+over\b", " review "),
         (r"\bpoke\s+holes?\s+in\b|\btear\s+apart\b|\bpick\s+apart\b", " critique "),
         (r"\b(?:sanity|double)[- ]check\b", " verify "),
+        (r"\bsum\s+(?:it\s+|this\s+|that\s+|them\s+)?up\b", " summarize "),
         (r"\bdig\s+up\b|\blook\s+up\b|\bfind\s+out\b", " search "),
         (r"\bwork\s+out\b|\bfigure\s+out\s+(?=how\s+much|the\b)", " calculate "),
         (r"\bput\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
@@ -175,13 +176,22 @@ _CALCULATE = "calculat"  # the stem of "calculate"
 _PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.I)
 
 
+# The verbs whose agent nouns ("reviewer", "translator", "planner") mean a kind of work: any
+# other word in -er/-or ("answer", "order") is only itself
+_WORK_VERBS = ("plan", "manage", "develop", "design", "support", "advise", "test", "teach")
+_WORK_STEMS = frozenset(
+    stem(w) for w in (*_WORK_VERBS, *(w for group in _SYNONYM_GROUPS for w in group)) if w.isascii()
+)
+
+
 def _forms(token: str) -> set[str]:
-    """A token and, for an agent noun ("reviewer", "translator"), the verb it comes from."""
+    """A token and, for an agent noun of a kind of work ("reviewer", "translator"), the verb it
+    comes from."""
     forms = {token}
     if token.isascii() and len(token) > 5 and token.endswith(("er", "or")):
         base = token[:-2]
         base = base[:-1] if len(base) > 3 and base[-1] == base[-2] else base  # planner → plan
-        forms.update({stem(base), stem(base + "e")})
+        forms.update(f for f in (stem(base), stem(base + "e")) if f in _WORK_STEMS)
     return forms
 
 
