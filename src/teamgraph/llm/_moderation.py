@@ -24,8 +24,9 @@ _FILLER = frozenset(
     # nouns that ask for a hand or a view without saying on what: "give me a hand", "any
     # suggestions?", "do me a favour"
 ) | frozenset(
-    """advice favor favour feedback give got hand input minute moment opinion opinions reckon
-    suggest suggestion suggestions thought thoughts tip tips view views""".split()
+    """ah advice erm favor favour feedback give got hand hmm huh input minute moment oh opinion
+    opinions reckon uh um well suggest suggestion suggestions thought thoughts tip tips view
+    views""".split()
 )
 # The same in Chinese (read in simplified characters): requests, pronouns, particles and
 # verbs that stand for any work ("弄", "搞", "做").

@@ -106,7 +106,8 @@ _EN_REWRITES = (
         re.compile(
             r"^(?!(?:is|are|do|does|can|could|should|would|will|what|which|how|why|where|when|who|"
             r"write|make|find|give|tell|show|help|please|i|we|you|it|get|buy|use)\b)"
-            r"(?P<e>[^\s,?:][^,?:]{0,40}?\s+or\s+[^,?:]{1,40}?)(?P<z>\s+for\s+[^?]+)?\?$",
+            r"(?P<e>[^\s,?:](?:[^,?:]{0,40}?,\s*){0,4}[^,?:]{0,40}?\s+or\s+[^,?:]{1,40}?)"
+            r"(?P<z>\s+for\s+[^?]+)?\?$",
             re.I | re.S,
         ),
         "compare {e}{z}",

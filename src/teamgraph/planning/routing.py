@@ -63,11 +63,12 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
      "author", "polish", "memo", "email", "总结", "报告", "撰写", "写作", "摘要", "概述", "汇总",
      "整理", "撰稿", "起草", "写", "润色", "简报", "纪要", "邮件"),
     ("code", "implement", "implementation", "debug", "bug", "program", "programming", "script",
-     "fix", "refactor", "function", "build", "endpoint", "api", "sql", "regex", "migration",
-     "scraper", "crawler", "python", "javascript", "typescript", "java", "rust", "golang",
-     "kotlin", "ruby", "php", "bash", "shell", "html", "css", "makefile", "dockerfile", "docker",
-     "yaml", "config", "cli", "compiler", "linter", "module", "class", "代码", "程式", "实现",
-     "编程", "调试", "程序", "修复", "函数", "脚本", "接口", "迁移", "爬虫", "正则"),
+     "fix", "refactor", "function", "build", "endpoint", "api", "leak", "crash", "exception",
+     "traceback", "sql", "regex", "migration", "scraper", "crawler", "python", "javascript",
+     "typescript", "java", "rust", "golang", "kotlin", "ruby", "php", "bash", "shell", "html",
+     "css", "makefile", "dockerfile", "docker", "yaml", "config", "cli", "compiler", "linter",
+     "module", "class", "代码", "程式", "实现", "编程", "调试", "程序", "修复", "函数", "脚本",
+     "接口", "迁移", "爬虫", "正则"),
     ("review", "check", "critique", "critic", "verify", "audit", "proofread", "validate", "error",
      "mistake", "edit", "feedback", "grammar", "pull", "flaw", "fallacy", "weakness", "convincing",
      "persuasive", "harsh", "flag", "polish", "reword", "rewrite", "rephrase", "paraphrase",
@@ -84,8 +85,9 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("travel", "trip", "flight", "hotel", "itinerary", "visa", "vacation", "holiday", "train",
      "旅行", "旅游", "行程", "机票", "酒店", "签证", "出行", "玩"),
     ("finance", "budget", "saving", "save", "retire", "retirement", "loan", "mortgage", "stock",
-     "fund", "tax", "invest", "investment", "money", "exchange", "refinance", "理财", "预算",
-     "储蓄", "储", "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱", "买楼"),
+     "fund", "tax", "invest", "investment", "money", "exchange", "currency", "euro", "dollar",
+     "yen", "pound", "rmb", "汇", "美元", "欧元", "日元", "refinance", "理财", "预算", "储蓄",
+     "储", "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱", "买楼"),
     ("weather", "forecast", "rain", "temperature", "climate", "snow", "sunny", "cold", "hot",
      "warm", "windy", "rainy", "snowy", "cloudy", "stormy", "foggy", "umbrella", "jacket", "coat",
      "degree", "wind", "storm", "humid", "hail", "fog", "typhoon", "thunder", "天气", "冰雹", "雾",
@@ -129,6 +131,8 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bpoke\s+holes?\s+in\b|\btear\s+apart\b|\bpick\s+apart\b", " critique "),
         (r"\b(?:sanity|double)[- ]check\b", " verify "),
         (r"\bsum\s+(?:it\s+|this\s+|that\s+|them\s+)?up\b", " summarize "),
+        (r"\b(?:run|crunch)\s+(?:the\s+)?numbers\b", " calculate "),
+        (r"\bjot\s+down\b|\bwrite\s+down\b", " write "),
         (r"\bdig\s+up\b|\blook\s+up\b|\bfind\s+out\b", " search "),
         (r"\bwork\s+out\b|\bfigure\s+out\s+(?=how\s+much|the\b)", " calculate "),
         (r"\bput\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
@@ -173,7 +177,9 @@ _FIGURES = re.compile(
 _CALCULATE = "calculat"  # the stem of "calculate"
 # A past participle of a verb of work describes a thing ("fixed costs", "reviewed papers"), it
 # does not ask for that work
+# (but "have it reviewed", "get this translated" ask for that work)
 _PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.I)
+_CAUSATIVE = re.compile(r"\b(?:have|get)\s+(?:it|this|that|them|these|those)\s+$", re.I)
 
 
 # The verbs whose agent nouns ("reviewer", "translator", "planner") mean a kind of work: any
@@ -304,7 +310,11 @@ def _read_as_work(text: str) -> str:
         opens = next(iter(_ordered_terms(text)), "")
         text = _IN_LANGUAGE.sub(" ", text)
         text = text + _TRANSLATE if opens in _SYNONYMS else _TRANSLATE + text
-    return _PARTICIPLE.sub(lambda m: "" if stem(m.group(0).lower()) in _SYNONYMS else m[0], text)
+
+    def describes(m: re.Match[str]) -> bool:
+        return stem(m[0].lower()) in _SYNONYMS and not _CAUSATIVE.search(m.string[: m.start()])
+
+    return _PARTICIPLE.sub(lambda m: "" if describes(m) else m[0], text)
 
 
 def routing(text: str, workers: Sequence[WorkerInfo], default: str | None = None) -> Routing:
