@@ -54,11 +54,12 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("analyze", "analyse", "analysis", "analyst", "compare", "comparison", "evaluate",
      "evaluation", "assess", "calculate", "compute", "measure", "differ", "difference", "versus",
      "vs", "tradeoff", "risk", "estimate", "forecast", "predict", "projection", "cost", "profit",
-     "revenue", "margin", "breakeven", "payback", "roi", "growth", "trend", "statistics",
-     "average", "median", "mean", "variance", "deviation", "probability", "odds", "percentage",
-     "ratio", "chart", "plot", "graph", "visualize", "visualise", "metric", "weigh", "downside",
-     "drawback", "upside", "概率", "平均", "方差", "分析", "比较", "对比", "评估", "计算", "权衡",
-     "算", "风险", "估算", "预测", "成本", "利润", "盈亏", "毛利", "增长", "趋势", "指标"),
+     "revenue", "margin", "breakeven", "payback", "roi", "growth", "trend", "statistics", "rate",
+     "churn", "percent", "average", "median", "mean", "variance", "deviation", "probability",
+     "odds", "percentage", "ratio", "chart", "plot", "graph", "visualize", "visualise", "metric",
+     "weigh", "downside", "drawback", "upside", "概率", "平均", "方差", "分析", "比较", "对比",
+     "评估", "计算", "权衡", "算", "风险", "估算", "预测", "成本", "利润", "盈亏", "毛利", "增长",
+     "趋势", "指标"),
     ("write", "summarize", "summarise", "summary", "report", "draft", "overview", "compose",
      "author", "polish", "memo", "email", "总结", "报告", "撰写", "写作", "摘要", "概述", "汇总",
      "整理", "撰稿", "起草", "写", "润色", "简报", "纪要", "邮件"),
@@ -85,7 +86,8 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("travel", "trip", "flight", "hotel", "itinerary", "visa", "vacation", "holiday", "train",
      "旅行", "旅游", "行程", "机票", "酒店", "签证", "出行", "玩"),
     ("finance", "budget", "saving", "save", "retire", "retirement", "loan", "mortgage", "stock",
-     "fund", "tax", "invest", "investment", "money", "exchange", "currency", "euro", "dollar",
+     "fund", "tax", "invest", "investment", "money", "exchange", "pension", "ira", "401k", "roth",
+     "isa", "salary", "debt", "credit", "insurance", "interest", "currency", "euro", "dollar",
      "yen", "pound", "rmb", "汇", "美元", "欧元", "日元", "refinance", "理财", "预算", "储蓄",
      "储", "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱", "买楼"),
     ("weather", "forecast", "rain", "temperature", "climate", "snow", "sunny", "cold", "hot",
@@ -128,14 +130,14 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.I), verb)
     for pattern, verb in (
         (r"\b(?:look|go|read|run)\s+(?:over|through)\b|\bpore\s+over\b", " review "),
-        (r"\bpoke\s+holes?\s+in\b|\btear\s+apart\b|\bpick\s+apart\b", " critique "),
+        (r"\bpoke\s+holes?\s+in\b|\b(?:tear|pick|rip)\s+(?:[\w'-]+\s+){0,4}?apart\b", " critique "),
         (r"\b(?:sanity|double)[- ]check\b", " verify "),
         (r"\bsum\s+(?:it\s+|this\s+|that\s+|them\s+)?up\b", " summarize "),
         (r"\b(?:run|crunch)\s+(?:the\s+)?numbers\b", " calculate "),
         (r"\bjot\s+down\b|\bwrite\s+down\b", " write "),
         (r"\bdig\s+up\b|\blook\s+up\b|\bfind\s+out\b", " search "),
         (r"\bwork\s+out\b|\bfigure\s+out\s+(?=how\s+much|the\b)", " calculate "),
-        (r"\bput\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
+        (r"\b(?:put|pull)\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
         (r"\bbreak[- ]even\b", " breakeven "),
         (r"\bpoint\s+out\b", " critique "),
         (r"用\s*[A-Za-z][A-Za-z0-9+#.]*\s*(?=写|实现|开发|编写)", " 代码 "),
@@ -172,7 +174,7 @@ _TRANSLATE = " translate "
 # Figures to work on ("15% of 240", "3 + 4", "the spread of 3, 7, 12") ask for a calculation,
 # as a question asks for a look-up
 _FIGURES = re.compile(
-    r"\d\s*%.*?\d|\d\s*[-+*/×÷^]\s*\d|\d+(?:[.,]\d+)?(?:\s*,\s*(?:and\s+)?\d+(?:[.,]\d+)?){2,}"
+    r"\d\s*%.*?\d|\d+\s+(?:of|out\s+of|per)\s+\d|\d\s*[-+*/×÷^]\s*\d|\d+(?:[.,]\d+)?(?:\s*,\s*(?:and\s+)?\d+(?:[.,]\d+)?){2,}"
 )
 _CALCULATE = "calculat"  # the stem of "calculate"
 # A past participle of a verb of work describes a thing ("fixed costs", "reviewed papers"), it
