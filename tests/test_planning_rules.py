@@ -414,6 +414,8 @@ def test_ranked_templates_prefer_regex_then_alphabetical() -> None:
         ("Python和Java的学习难度、就业前景对比", ["Python", "Java"], ["学习难度", "就业前景"]),
         ("Between trains and buses, which is faster for a daily commute?", ["trains", "buses"],
          []),  # who it is for is not an aspect
+        ("iPhone 定 Pixel 好？", ["iPhone", "Pixel"], []),
+        ("Rust, Go, Zig or C++ for a game engine?", ["Rust", "Go", "Zig", "C++"], []),
     ],
 )  # fmt: skip
 def test_comparisons_said_in_other_words(
@@ -495,3 +497,4 @@ def test_a_wish_for_another_language_is_a_translation() -> None:
 
 def test_a_chinese_comparison_needs_its_entities_joined_by_a_word() -> None:
     assert parse_comparison("我想换货，应该找谁？") is None
+    assert parse_comparison("这个方案还是不太好") is None  # 还是: "still", not "or"

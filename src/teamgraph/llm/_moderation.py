@@ -24,7 +24,7 @@ _FILLER = frozenset(
     # nouns that ask for a hand or a view without saying on what: "give me a hand", "any
     # suggestions?", "do me a favour"
 ) | frozenset(
-    """ah advice erm favor favour feedback give got hand hmm huh input minute moment oh opinion
+    """ah advice erm favor favour feedback give got hand hmm huh input into minute moment oh opinion
     opinions reckon uh um well suggest suggestion suggestions thought thoughts tip tips view
     views""".split()
 )

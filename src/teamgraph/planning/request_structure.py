@@ -134,6 +134,12 @@ _ZH_OPENERS = (
         r"(?:对比|比较|比对|比拼|pk|PK)(?:一下|下)?\W*$",
         re.S,
     ),
+    # "A还是B好？", "iPhone 定 Pixel 好？": which of two is better
+    re.compile(
+        rf"^{_ZH_ASK}\s*(?P<body>\S.*?(?:还是(?![不没很太挺有更])|定系|\s定\s).*?\S)\s*(?:哪个|边个)?\s*(?:更|比较)?"
+        r"(?:好|好啲|好d|好D|适合|抵)\W*$",
+        re.S,
+    ),
     # "A还是B，哪个…": the entities are joined by a word ("找谁" after a clause compares nothing)
     re.compile(
         rf"^{_ZH_ASK}\s*(?P<body>.+?(?:和|与|跟|同|及|、|还是|或者|或|vs|VS).+?)\s*[，,]?\s*"
@@ -142,7 +148,9 @@ _ZH_OPENERS = (
     ),
 )
 _ZH_ASPECT_MARK = re.compile(r"\s*(?:的|在|喺|嘅)\s*")
-_ZH_ENTITY_SEP = re.compile(r"\s*(?:以及|还是|或者|和|与|跟|及|同|、|,|，|vs\.?|VS|versus)\s*")
+_ZH_ENTITY_SEP = re.compile(
+    r"\s*(?:以及|还是|定系|\s定\s|或者|和|与|跟|及|同|、|,|，|vs\.?|VS|versus)\s*"
+)
 _ZH_ASPECT_SEP = re.compile(r"\s*(?:以及|和|与|及|或|同|、|,|，|;|；|/)\s*")
 _ZH_CLAUSE_END = re.compile(r"(?:并且|并|然后|再|。|？|\?|！|!).*$", re.S)
 _ZH_ASPECT_TAIL = re.compile(

@@ -139,7 +139,7 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bwork\s+out\b|\bfigure\s+out\s+(?=how\s+much|the\b)", " calculate "),
         (r"\b(?:put|pull)\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
         (r"\bbreak[- ]even\b", " breakeven "),
-        (r"\bpoint\s+out\b", " critique "),
+        (r"\bpoint\s+out\b|\bhold\s+up\b", " critique "),
         (r"用\s*[A-Za-z][A-Za-z0-9+#.]*\s*(?=写|实现|开发|编写)", " 代码 "),
         # "how X works" asks how something behaves, not for work to be reviewed
         (r"\b(how\s+(?:[\w'-]+\s+){1,6}?)works?\b", r"\1"),
