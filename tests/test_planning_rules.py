@@ -498,3 +498,14 @@ def test_a_wish_for_another_language_is_a_translation() -> None:
 def test_a_chinese_comparison_needs_its_entities_joined_by_a_word() -> None:
     assert parse_comparison("我想换货，应该找谁？") is None
     assert parse_comparison("这个方案还是不太好") is None  # 还是: "still", not "or"
+
+
+def test_a_request_sharing_no_word_goes_by_meaning_when_it_is_clear() -> None:
+    pytest.importorskip("wordllama")
+    desk = [
+        WorkerInfo("travel_agent", "Plans trips: flights, trains, hotels, itineraries and visas."),
+        WorkerInfo("weather_bot", "Weather: forecasts, temperature, rain and climate."),
+        WorkerInfo("concierge", "Everyday questions: restaurants, opening hours, recipes, gifts."),
+    ]
+    assert route("Where can I grab decent pho after midnight in Hanoi?", desk) == "concierge"
+    assert route("xyzzy", desk, default="weather_bot") == "weather_bot"  # nothing to go by

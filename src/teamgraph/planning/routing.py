@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from teamgraph.planning.meaning import MEANING_WEIGHT, meaning_scores
+from teamgraph.planning.meaning import MEANING_MARGIN, MEANING_WEIGHT, meaning_scores
 from teamgraph.text import has_cjk, simplified, stem, tokenize
 
 
@@ -255,13 +255,17 @@ def overlap_score(text: str, description: str) -> float:
 def scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
     """Every worker's score for ``text``: its words' score (see the module's docstring) plus
     :data:`~teamgraph.planning.meaning.MEANING_WEIGHT` × the votes of the example requests
-    nearest in meaning (:mod:`teamgraph.planning.meaning`) — when some word matched: a request
-    sharing no word with any worker goes to the default, not to a guess."""
+    nearest in meaning (:mod:`teamgraph.planning.meaning`). A request sharing no word with any
+    worker ("Boil this down to a tweet") goes by those votes alone when one worker leads them by
+    :data:`MEANING_MARGIN`; else it has nothing to go by (all 0: the default's case)."""
     members = list(workers)
     totals = word_scores(text, members)
-    if not any(totals.values()):  # no word in common: nothing to go by (the default's case)
-        return totals
     votes = meaning_scores(text, [w.description or w.name for w in members])
+    if not any(totals.values()):
+        ranked = sorted(votes, reverse=True)
+        if len(ranked) < 2 or ranked[0] - ranked[1] <= MEANING_MARGIN:
+            return totals
+        return {w.name: v for w, v in zip(members, votes, strict=True)}
     return {
         w.name: totals[w.name] + MEANING_WEIGHT * v for w, v in zip(members, votes, strict=True)
     }
