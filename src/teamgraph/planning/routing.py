@@ -255,18 +255,23 @@ def overlap_score(text: str, description: str) -> float:
     return sum(_match(token, described) for token in _terms(text))
 
 
+_MEANING_WORDS = 2  # the fewest words a request routed by meaning alone has
+
+
 def scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
     """Every worker's score for ``text``: its words' score (see the module's docstring) plus
     :data:`~teamgraph.planning.meaning.MEANING_WEIGHT` × the votes of the example requests
     nearest in meaning (:mod:`teamgraph.planning.meaning`). A request sharing no word with any
-    worker ("Boil this down to a tweet") goes by those votes alone when one worker leads them by
-    :data:`MEANING_MARGIN`; else it has nothing to go by (all 0: the default's case)."""
+    worker ("Boil this down to a tweet") goes by those votes alone when it has two words or more
+    and one worker leads them by :data:`MEANING_MARGIN`; else it has nothing to go by (all 0: the
+    default's case)."""
     members = list(workers)
     totals = word_scores(text, members)
     votes = meaning_scores(text, [w.description or w.name for w in members])
     if not any(totals.values()):
         ranked = sorted(votes, reverse=True)
-        if len(ranked) < 2 or ranked[0] - ranked[1] <= MEANING_MARGIN:
+        short = len(_terms(text)) < _MEANING_WORDS  # "hi", "谢谢": too little to guess from
+        if short or len(ranked) < 2 or ranked[0] - ranked[1] <= MEANING_MARGIN:
             return totals
         return {w.name: v for w, v in zip(members, votes, strict=True)}
     return {
