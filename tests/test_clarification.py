@@ -26,6 +26,9 @@ def test_offline_vagueness_rule() -> None:
         ("Do the thing we talked about", True),
         ("你可以帮我吗？", True),
         ("幫我搞掂佢", True),
+        ("Could you give me a hand?", True),  # a hand, a view: with nothing named
+        ("Any suggestions?", True),
+        ("Give honest suggestions on my pitch deck", False),
         ("Explain MVCC", False),  # short, but it names its subject
         ("Define entropy", False),
         ("解释一下闭包", False),

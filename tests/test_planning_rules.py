@@ -413,6 +413,11 @@ def test_ranked_templates_prefer_regex_then_alphabetical() -> None:
         ("We're torn between Bali and Phuket for our honeymoon", ["Bali", "Phuket"], []),
         ("Slack 和 Teams 有什么不一样？", ["Slack", "Teams"], []),
         ("北京同上海嘅天气有咩唔同？", ["北京", "上海"], ["天气"]),
+        ("Python和Java的学习难度、就业前景对比", ["Python", "Java"], ["学习难度", "就业前景"]),
+        ("Between trains and buses, which is faster for a daily commute?", ["trains", "buses"],
+         []),  # who it is for is not an aspect
+        ("iPhone 定 Pixel 好？", ["iPhone", "Pixel"], []),
+        ("Rust, Go, Zig or C++ for a game engine?", ["Rust", "Go", "Zig", "C++"], []),
     ],
 )  # fmt: skip
 def test_comparisons_said_in_other_words(
@@ -439,6 +444,13 @@ def test_a_step_list_before_then_is_split_at_its_verbs() -> None:
         ("Review my cover letter for a software engineer position", "critic"),  # not code
         ("Explain Raft consensus", "researcher"),  # not the coder who "explains" code
         ("帮我看看这份合同有什么问题", "critic"),
+        ("Create a Makefile for this C project", "coder"),  # a build file is code
+        ("用Rust写一个命令行工具", "coder"),  # written in a programming language
+        ("What is 15% of 240?", "analyst"),  # figures to work on, not a look-up
+        ("Explain how vaccines work", "researcher"),  # "how X works" is no work to review
+        ("Point out the weak spots in this research proposal", "critic"),
+        ("用Kotlin实现一个二叉树", "coder"),  # "用<language>写/实现": code
+        ("帮我看看这篇论文哪里不对", "critic"),  # "where is it wrong" asks for a review
     ],
 )
 def test_routing_reads_what_is_asked(task: str, expected: str) -> None:
@@ -471,3 +483,31 @@ def test_a_worker_that_cannot_search_gets_the_findings_of_one_that_can() -> None
     assert len(plan_by_rules("Summarize this article", team, "researcher", {}).plan.steps) == 1
     alone = [WorkerInfo("writer", "Writes summaries and reports.")]
     assert len(plan_by_rules(asked, alone, "writer", {}).plan.steps) == 1
+
+
+def test_a_wish_for_another_language_is_a_translation() -> None:
+    content = [
+        WorkerInfo("drafter", "Drafts blog posts, articles, essays, newsletters and emails."),
+        WorkerInfo("editor", "Reviews drafts: clarity, tone, grammar; suggests better wording."),
+        WorkerInfo("translator", "Translates text between English and Chinese, keeping the tone."),
+    ]
+    assert route("Put this paragraph into Japanese", content) == "translator"
+    assert route("Give me this announcement in simplified Chinese", content) == "translator"
+    assert route("Reword this paragraph so it sounds less stiff", content) == "editor"
+    assert route("Write a blog post about tea", content) == "drafter"
+
+
+def test_a_chinese_comparison_needs_its_entities_joined_by_a_word() -> None:
+    assert parse_comparison("我想换货，应该找谁？") is None
+    assert parse_comparison("这个方案还是不太好") is None  # 还是: "still", not "or"
+
+
+def test_a_request_sharing_no_word_goes_by_meaning_when_it_is_clear() -> None:
+    pytest.importorskip("wordllama")
+    desk = [
+        WorkerInfo("travel_agent", "Plans trips: flights, trains, hotels, itineraries and visas."),
+        WorkerInfo("weather_bot", "Weather: forecasts, temperature, rain and climate."),
+        WorkerInfo("concierge", "Everyday questions: restaurants, opening hours, recipes, gifts."),
+    ]
+    assert route("Where can I grab decent pho after midnight in Hanoi?", desk) == "concierge"
+    assert route("xyzzy", desk, default="weather_bot") == "weather_bot"  # nothing to go by

@@ -21,13 +21,19 @@ _FILLER = frozenset(
     question questions quick quickly said should so some someone something sort sorry stuff
     sure talked tell than thanks thank that the them then there thing things think this those
     to try u up us want we what whatever will with work would yes you your""".split()
+    # nouns that ask for a hand or a view without saying on what: "give me a hand", "any
+    # suggestions?", "do me a favour"
+) | frozenset(
+    """ah advice erm favor favour feedback give got hand hmm huh input into minute moment oh opinion
+    opinions reckon uh um well suggest suggestion suggestions thought thoughts tip tips view
+    views""".split()
 )
 # The same in Chinese (read in simplified characters): requests, pronouns, particles and
 # verbs that stand for any work ("弄", "搞", "做").
 _ZH_FILLER = re.compile(
     r"帮帮忙|帮帮|帮忙|帮|唔该|麻烦|请|可唔可以|可不可以|能不能|能否|可以|可否|你们|你|我们|我|"
     r"佢|它|他|她|这个|那个|呢个|嗰个|这|那|呢|一下|下|弄|搞|掂|定|做|处理|点|什么|咩|乜|东西|"
-    r"事情|事|随便|好|啲|些|吗|吧|啊|呀|嘛|么|了|的|得|个|之|就|都|也|想|要|需要|有|问题"
+    r"事情|事|随便|好|建议|意见|想法|有冇|有没有|冇|嘢|想问|问下|问|啲|些|吗|吧|啊|呀|嘛|么|了|的|得|个|之|就|都|也|想|要|需要|有|问题"
 )
 _LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9']*")
 _CJK_CHAR = re.compile(r"[\u3400-\u9fff]")

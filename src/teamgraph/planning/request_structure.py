@@ -69,7 +69,7 @@ _EN_WHICH_ASPECT = (  # the aspect a "which ..." question weighs the entities on
     re.compile(
         r"^(?:which|who)(?:\s+one|\s+of\s+(?:them|the\s+\w+))?\s+(?:is|has|have|offers?|gives?|"
         r"provides?|gets?)\s+(?:the\s+)?(?:better|best|more|stronger|lower|higher|cheaper|faster)\s+"
-        r"(?P<aspect>[\w -]+)$",
+        r"(?!(?:for|in|on|at|to|with|when|if|as|than|during)\b)(?P<aspect>[\w -]+)$",
         re.I,
     ),
     re.compile(
@@ -106,7 +106,8 @@ _EN_REWRITES = (
         re.compile(
             r"^(?!(?:is|are|do|does|can|could|should|would|will|what|which|how|why|where|when|who|"
             r"write|make|find|give|tell|show|help|please|i|we|you|it|get|buy|use)\b)"
-            r"(?P<e>[^\s,?:][^,?:]{0,40}?\s+or\s+[^,?:]{1,40}?)(?P<z>\s+for\s+[^?]+)?\?$",
+            r"(?P<e>[^\s,?:](?:[^,?:]{0,40}?,\s*){0,4}[^,?:]{0,40}?\s+or\s+[^,?:]{1,40}?)"
+            r"(?P<z>\s+for\s+[^?]+)?\?$",
             re.I | re.S,
         ),
         "compare {e}{z}",
@@ -127,12 +128,29 @@ _ZH_OPENERS = (
         r"(?:区别|差异|异同|不同|分别|差别|不一样|唔同|唔一样)",
         re.S,
     ),
+    # "A和B的X、Y对比(一下)": the comparison word at the end
     re.compile(
-        rf"^{_ZH_ASK}\s*(?P<body>.+?)\s*[，,]?\s*(?:哪个|哪一个|哪款|哪家|边个|边款|边间|谁)", re.S
+        rf"^{_ZH_ASK}\s*(?P<body>.+?(?:和|与|跟|同|及|、|vs|VS).+?)\s*(?:之间)?(?:的|嘅)?"
+        r"(?:对比|比较|比对|比拼|pk|PK)(?:一下|下)?\W*$",
+        re.S,
+    ),
+    # "A还是B好？", "iPhone 定 Pixel 好？": which of two is better
+    re.compile(
+        rf"^{_ZH_ASK}\s*(?P<body>\S.*?(?:还是(?![不没很太挺有更])|定系|\s定\s).*?\S)\s*(?:哪个|边个)?\s*(?:更|比较)?"
+        r"(?:好|好啲|好d|好D|适合|抵)\W*$",
+        re.S,
+    ),
+    # "A还是B，哪个…": the entities are joined by a word ("找谁" after a clause compares nothing)
+    re.compile(
+        rf"^{_ZH_ASK}\s*(?P<body>.+?(?:和|与|跟|同|及|、|还是|或者|或|vs|VS).+?)\s*[，,]?\s*"
+        r"(?:哪个|哪一个|哪款|哪家|边个|边款|边间|谁)",
+        re.S,
     ),
 )
 _ZH_ASPECT_MARK = re.compile(r"\s*(?:的|在|喺|嘅)\s*")
-_ZH_ENTITY_SEP = re.compile(r"\s*(?:以及|还是|或者|和|与|跟|及|同|、|,|，|vs\.?|VS|versus)\s*")
+_ZH_ENTITY_SEP = re.compile(
+    r"\s*(?:以及|还是|定系|\s定\s|或者|和|与|跟|及|同|、|,|，|vs\.?|VS|versus)\s*"
+)
 _ZH_ASPECT_SEP = re.compile(r"\s*(?:以及|和|与|及|或|同|、|,|，|;|；|/)\s*")
 _ZH_CLAUSE_END = re.compile(r"(?:并且|并|然后|再|。|？|\?|！|!).*$", re.S)
 _ZH_ASPECT_TAIL = re.compile(

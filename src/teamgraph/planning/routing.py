@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from teamgraph.planning.meaning import MEANING_WEIGHT, meaning_scores
+from teamgraph.planning.meaning import MEANING_MARGIN, MEANING_WEIGHT, meaning_scores
 from teamgraph.text import has_cjk, simplified, stem, tokenize
 
 
@@ -49,26 +49,32 @@ class Routing:
 
 _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("research", "find", "search", "look", "lookup", "gather", "collect", "investigate", "explore",
-     "source", "fact", "evidence", "information", "paper", "papers", "调研", "研究", "查找", "搜索",
-     "查询", "资料", "收集", "搜集", "事实", "检索", "查", "搵", "论文", "搜"),
+     "source", "fact", "evidence", "information", "paper", "papers", "调研", "研究", "查找",
+     "搜索", "查询", "资料", "收集", "搜集", "事实", "检索", "查", "搵", "论文", "搜"),
     ("analyze", "analyse", "analysis", "analyst", "compare", "comparison", "evaluate",
      "evaluation", "assess", "calculate", "compute", "measure", "differ", "difference", "versus",
      "vs", "tradeoff", "risk", "estimate", "forecast", "predict", "projection", "cost", "profit",
-     "revenue", "margin", "breakeven", "payback", "roi", "growth", "trend", "statistics",
-     "average", "median", "metric", "weigh", "downside", "drawback", "upside",
-     "分析", "比较", "对比", "评估", "计算", "权衡", "算", "风险", "估算", "预测", "成本", "利润",
-     "盈亏", "毛利", "增长", "趋势", "指标"),
-    ("write", "summarize", "summarise", "summary", "report", "draft", "overview", "compose",
-     "author", "polish", "memo", "email", "总结", "报告", "撰写", "写作", "摘要",
-     "概述", "汇总", "撰稿", "起草", "写", "润色", "简报", "纪要", "邮件"),
+     "revenue", "margin", "breakeven", "payback", "roi", "growth", "trend", "statistics", "rate",
+     "churn", "percent", "average", "median", "mean", "variance", "deviation", "probability",
+     "odds", "percentage", "ratio", "chart", "plot", "graph", "visualize", "visualise", "metric",
+     "weigh", "downside", "drawback", "upside", "概率", "平均", "方差", "分析", "比较", "对比",
+     "评估", "计算", "权衡", "算", "风险", "估算", "预测", "成本", "利润", "盈亏", "毛利", "增长",
+     "趋势", "指标"),
+    ("write", "summarize", "gist", "recap", "tldr", "summarise", "summary", "report", "draft",
+     "overview", "compose", "author", "polish", "memo", "email", "总结", "报告", "撰写", "写作",
+     "摘要", "概述", "汇总", "整理", "撰稿", "起草", "写", "润色", "简报", "纪要", "邮件"),
     ("code", "implement", "implementation", "debug", "bug", "program", "programming", "script",
-     "fix", "refactor", "function", "build", "endpoint", "api", "sql", "regex", "migration",
-     "scraper", "crawler", "代码", "程式", "实现", "编程", "调试", "程序", "修复", "函数", "脚本",
-     "接口", "迁移", "爬虫", "正则"),
+     "fix", "refactor", "function", "build", "endpoint", "api", "leak", "crash", "exception",
+     "traceback", "sql", "regex", "migration", "scraper", "crawler", "python", "javascript",
+     "typescript", "java", "rust", "golang", "react", "component", "frontend", "backend", "kotlin",
+     "ruby", "php", "bash", "shell", "html", "css", "makefile", "dockerfile", "docker", "yaml",
+     "config", "cli", "compiler", "linter", "module", "class", "代码", "程式", "实现", "编程",
+     "调试", "程序", "修复", "函数", "脚本", "接口", "迁移", "爬虫", "正则"),
     ("review", "check", "critique", "critic", "verify", "audit", "proofread", "validate", "error",
      "mistake", "edit", "feedback", "grammar", "pull", "flaw", "fallacy", "weakness", "convincing",
-     "persuasive", "harsh", "flag", "polish", "审查", "检查", "评审", "审核", "校对", "验证",
-     "核对", "批改", "修改", "语法", "错误", "错字", "毛病", "漏洞", "润色"),
+     "persuasive", "harsh", "flag", "polish", "reword", "rewrite", "rephrase", "paraphrase",
+     "weak", "typo", "审查", "检查", "评审", "审核", "校对", "验证", "核对", "批改", "修改",
+     "语法", "错误", "错字", "毛病", "漏洞", "润色", "改写"),
     ("verify", "fact", "claim", "accurate", "accuracy", "true", "date", "number", "quote",
      "statistic", "核实", "核对", "查证", "属实", "真假", "数字", "日期", "引用"),
     # someone's work to review that is not code: "review my resume", "check this poem"
@@ -80,18 +86,24 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("travel", "trip", "flight", "hotel", "itinerary", "visa", "vacation", "holiday", "train",
      "旅行", "旅游", "行程", "机票", "酒店", "签证", "出行", "玩"),
     ("finance", "budget", "saving", "save", "retire", "retirement", "loan", "mortgage", "stock",
-     "fund", "tax", "invest", "investment", "money", "exchange", "refinance", "理财", "预算",
-     "储蓄", "储", "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱", "买楼"),
+     "fund", "tax", "invest", "investment", "money", "exchange", "pension", "ira", "401k", "roth",
+     "isa", "salary", "debt", "credit", "insurance", "interest", "currency", "euro", "dollar",
+     "yen", "pound", "rmb", "汇", "美元", "欧元", "日元", "refinance", "理财", "预算", "储蓄",
+     "储", "退休", "贷款", "房贷", "股票", "基金", "税", "投资", "汇率", "钱", "买楼"),
     ("weather", "forecast", "rain", "temperature", "climate", "snow", "sunny", "cold", "hot",
-     "warm", "umbrella", "jacket", "coat", "degree", "wind", "storm", "humid", "天气", "雨",
-     "气温", "预报", "气候", "温度", "冷", "热", "冻", "几度", "几多度", "多少度", "下雪", "台风"),
+     "warm", "windy", "rainy", "snowy", "cloudy", "stormy", "foggy", "umbrella", "sunscreen", "uv",
+     "jacket", "coat", "degree", "wind", "storm", "humid", "hail", "fog", "typhoon", "thunder",
+     "天气", "冰雹", "雾", "雷", "湿度", "雨", "大风", "刮风", "风力", "风暴", "气温", "预报",
+     "气候", "温度", "冷", "热", "冻", "几度", "几多度", "多少度", "下雪", "台风"),
     ("document", "documentation", "readme", "tutorial", "changelog", "docs", "文档", "教程"),
     ("order", "refund", "account", "login", "log", "shipping", "delivery", "subscription",
-     "parcel", "package", "订单", "退款", "账户", "帐户", "登录", "登入", "发货", "快递", "客服",
-     "包裹"),
+     "parcel", "package", "warranty", "complaint", "cancel", "membership", "password",
+     "unsubscribe", "会员", "取消", "订阅", "密码", "注册", "订单", "退货", "换货", "售后", "保修",
+     "投诉", "退款", "账户", "帐户", "登录", "登入", "发货", "快递", "客服", "包裹"),
     ("restaurant", "recipe", "gift", "present", "cook", "dinner", "lunch", "eat", "food", "cafe",
-     "opening", "ramen", "sushi", "pizza", "noodle", "brunch", "bar", "bakery", "菜", "食谱",
-     "餐厅", "礼物", "吃", "饭"),
+     "opening", "ramen", "sushi", "pizza", "noodle", "brunch", "bar", "bakery", "recommend",
+     "recommendation", "bake", "cake", "dessert", "dish", "meal", "movie", "film", "game", "hobby",
+     "菜", "食谱", "餐厅", "礼物", "吃", "饭", "推荐", "电影", "游戏"),
 )  # fmt: skip
 _CJK_WORDS = tuple(  # matched inside a request's Chinese text, longest first
     sorted({w for group in _SYNONYM_GROUPS for w in group if has_cjk(w)}, key=len, reverse=True)
@@ -118,12 +130,22 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.I), verb)
     for pattern, verb in (
         (r"\b(?:look|go|read|run)\s+(?:over|through)\b|\bpore\s+over\b", " review "),
-        (r"\bpoke\s+holes?\s+in\b|\btear\s+apart\b|\bpick\s+apart\b", " critique "),
+        (
+            r"\b(?:poke|find|spot|pick)\s+(?:the\s+)?holes?\s+in\b|\b(?:tear|pick|rip)\s+(?:[\w'-]+\s+){0,4}?apart\b",
+            " critique ",
+        ),
         (r"\b(?:sanity|double)[- ]check\b", " verify "),
+        (r"\bsum\s+(?:it\s+|this\s+|that\s+|them\s+)?up\b", " summarize "),
+        (r"\b(?:run|crunch)\s+(?:the\s+)?numbers\b", " calculate "),
+        (r"\bjot\s+down\b|\bwrite\s+down\b", " write "),
         (r"\bdig\s+up\b|\blook\s+up\b|\bfind\s+out\b", " search "),
         (r"\bwork\s+out\b|\bfigure\s+out\s+(?=how\s+much|the\b)", " calculate "),
-        (r"\bput\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
+        (r"\b(?:put|pull)\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
         (r"\bbreak[- ]even\b", " breakeven "),
+        (r"\bpoint\s+out\b|\bhold\s+up\b", " critique "),
+        (r"用\s*[A-Za-z][A-Za-z0-9+#.]*\s*(?=写|实现|开发|编写)", " 代码 "),
+        # "how X works" asks how something behaves, not for work to be reviewed
+        (r"\b(how\s+(?:[\w'-]+\s+){1,6}?)works?\b", r"\1"),
         # who the work is for is not the work: "for the data engineer job"
         (
             r"\bfor\s+(?:an?\s+|the\s+|my\s+)?(?:[\w-]+\s+){0,3}(?:job|position|role|post|opening|"
@@ -131,23 +153,56 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             " ",
         ),
         (
-            r"(?:看看|看一下|睇下|睇睇|睇吓)(?=.{0,30}?(?:问题|错|毛病|啱唔啱))|挑.{0,2}毛病",
+            r"(?:看看|看一下|睇下|睇睇|睇吓)(?=.{0,30}?(?:问题|错|毛病|啱唔啱|不好|不对|唔好))|挑.{0,2}毛病"
+            r"|(?:哪里|哪儿|什么地方|边度|边度)[^，,。？?]{0,8}(?:不好|不对|有问题|唔好|唔啱)",
             " 检查 ",
         ),
     )
 )
+# A Chinese thing named with a demonstrative ("这份调研报告", "呢篇文") is what the work is done
+# on, not the work: it goes last, so the verb after it ("挑毛病") says what is asked
+_ZH_OBJECT = re.compile(
+    r"(?:这|那|呢|嗰|该|此)(?:份|篇|个|段|封|些|本|首|张|条|句|啲)[\u4e00-\u9fffA-Za-z0-9 ]{0,8}?"
+    r"(?:报告|文章|文|稿|简历|代码|邮件|论文|信|合同|方案|计划|文档|资料|数据|通知|说明)"
+)
+# Text wanted in another language is a translation ("put this into Japanese"): what is asked
+# when the request opens with no verb of work ("render this email in ...")
+_IN_LANGUAGE = re.compile(
+    r"\b(?:in|into|to)\s+(?:(?:traditional|simplified)\s+)?(?:english|chinese|japanese|korean|"
+    r"french|german|spanish|italian|portuguese|russian|arabic|hindi|vietnamese|thai|cantonese|"
+    r"mandarin|dutch|indonesian|malay|turkish|polish|swedish)\b",
+    re.I,
+)
+_TRANSLATE = " translate "
+# Figures to work on ("15% of 240", "3 + 4", "the spread of 3, 7, 12") ask for a calculation,
+# as a question asks for a look-up
+_FIGURES = re.compile(
+    r"\d\s*%.*?\d|\d+\s+(?:of|out\s+of|per)\s+\d|\d\s*[-+*/×÷^]\s*\d|\d+(?:[.,]\d+)?(?:\s*,\s*(?:and\s+)?\d+(?:[.,]\d+)?){2,}"
+)
+_CALCULATE = "calculat"  # the stem of "calculate"
 # A past participle of a verb of work describes a thing ("fixed costs", "reviewed papers"), it
 # does not ask for that work
+# (but "have it reviewed", "get this translated" ask for that work)
 _PARTICIPLE = re.compile(r"\b[a-z]{3,}ed\b", re.I)
+_CAUSATIVE = re.compile(r"\b(?:have|get)\s+(?:it|this|that|them|these|those)\s+$", re.I)
+
+
+# The verbs whose agent nouns ("reviewer", "translator", "planner") mean a kind of work: any
+# other word in -er/-or ("answer", "order") is only itself
+_WORK_VERBS = ("plan", "manage", "develop", "design", "support", "advise", "test", "teach")
+_WORK_STEMS = frozenset(
+    stem(w) for w in (*_WORK_VERBS, *(w for group in _SYNONYM_GROUPS for w in group)) if w.isascii()
+)
 
 
 def _forms(token: str) -> set[str]:
-    """A token and, for an agent noun ("reviewer", "translator"), the verb it comes from."""
+    """A token and, for an agent noun of a kind of work ("reviewer", "translator"), the verb it
+    comes from."""
     forms = {token}
     if token.isascii() and len(token) > 5 and token.endswith(("er", "or")):
         base = token[:-2]
         base = base[:-1] if len(base) > 3 and base[-1] == base[-2] else base  # planner → plan
-        forms.update({stem(base), stem(base + "e")})
+        forms.update(f for f in (stem(base), stem(base + "e")) if f in _WORK_STEMS)
     return forms
 
 
@@ -200,16 +255,25 @@ def overlap_score(text: str, description: str) -> float:
     return sum(_match(token, described) for token in _terms(text))
 
 
+_MEANING_WORDS = 2  # the fewest words a request routed by meaning alone has
+
+
 def scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
     """Every worker's score for ``text``: its words' score (see the module's docstring) plus
     :data:`~teamgraph.planning.meaning.MEANING_WEIGHT` × the votes of the example requests
-    nearest in meaning (:mod:`teamgraph.planning.meaning`) — when some word matched: a request
-    sharing no word with any worker goes to the default, not to a guess."""
+    nearest in meaning (:mod:`teamgraph.planning.meaning`). A request sharing no word with any
+    worker ("Boil this down to a tweet") goes by those votes alone when it has two words or more
+    and one worker leads them by :data:`MEANING_MARGIN`; else it has nothing to go by (all 0: the
+    default's case)."""
     members = list(workers)
     totals = word_scores(text, members)
-    if not any(totals.values()):  # no word in common: nothing to go by (the default's case)
-        return totals
     votes = meaning_scores(text, [w.description or w.name for w in members])
+    if not any(totals.values()):
+        ranked = sorted(votes, reverse=True)
+        short = len(_terms(text)) < _MEANING_WORDS  # "hi", "谢谢": too little to guess from
+        if short or len(ranked) < 2 or ranked[0] - ranked[1] <= MEANING_MARGIN:
+            return totals
+        return {w.name: v for w, v in zip(members, votes, strict=True)}
     return {
         w.name: totals[w.name] + MEANING_WEIGHT * v for w, v in zip(members, votes, strict=True)
     }
@@ -227,9 +291,11 @@ def word_scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
     explain = _EXPLAIN.search(asked)
     read = _read_as_work(asked[explain.end() :] if explain else asked)
     words = [(token, 1.0) for token in _ordered_terms(read)]
-    wh = explain is not None or _WH_QUESTION.search(asked) is not None
+    wh = explain is not None or _WH_QUESTION.search(read.strip()) is not None
     if wh or _QUESTION.search(asked):  # a question asks to look something up
         words.append((_LOOKUP, 2.0 if wh else 1.0))
+    if _FIGURES.search(asked):
+        words.append((_CALCULATE, 2.5))
     lead = not wh  # the first word naming a kind of work says what the request asks for
     for token, weight in words:
         matches = {
@@ -239,7 +305,7 @@ def word_scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
         held = sum(matches.values())
         if not held:
             continue
-        if token in _SYNONYMS and token != _LOOKUP:
+        if token in _SYNONYMS and token not in (_LOOKUP, _CALCULATE):
             weight, lead = (3.0 if lead else 1.5), False
         for name, value in matches.items():  # shared among the workers it matches
             totals[name] += weight * value / max(held, 1.0)
@@ -249,9 +315,20 @@ def word_scores(text: str, workers: Iterable[WorkerInfo]) -> dict[str, float]:
 def _read_as_work(text: str) -> str:
     """``text`` with its phrasal verbs of work as one verb and the participles of such verbs
     left out."""
+    objects = _ZH_OBJECT.findall(text)
+    if objects:
+        text = _ZH_OBJECT.sub("，", text) + "，" + "，".join(objects)
     for pattern, verb in _PHRASES:
         text = pattern.sub(verb, text)
-    return _PARTICIPLE.sub(lambda m: "" if stem(m.group(0).lower()) in _SYNONYMS else m[0], text)
+    if _IN_LANGUAGE.search(text):
+        opens = next(iter(_ordered_terms(text)), "")
+        text = _IN_LANGUAGE.sub(" ", text)
+        text = text + _TRANSLATE if opens in _SYNONYMS else _TRANSLATE + text
+
+    def describes(m: re.Match[str]) -> bool:
+        return stem(m[0].lower()) in _SYNONYMS and not _CAUSATIVE.search(m.string[: m.start()])
+
+    return _PARTICIPLE.sub(lambda m: "" if describes(m) else m[0], text)
 
 
 def routing(text: str, workers: Sequence[WorkerInfo], default: str | None = None) -> Routing:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from teamgraph.plan import Plan, PlanDecision, Step, plan_errors
 from teamgraph.planning.request_structure import Comparison, parse_comparison, split_sequence
-from teamgraph.planning.routing import WorkerInfo, route, routing
+from teamgraph.planning.routing import WorkerInfo, route, routing, word_scores
 from teamgraph.planning.templates import Template, instantiate, ranked, shaped
 from teamgraph.prompts import split_worker_prompt
 from teamgraph.text import has_cjk
@@ -85,8 +85,8 @@ def _researched_first(
     searchers = [w for w in workers if w.searches]
     if len(plan.steps) != 1 or max_steps < 2 or not searchers or decision.tier == "fallback":
         return decision
-    if _OWN_MATERIAL.search(request):
-        return decision
+    if _OWN_MATERIAL.search(request) or not any(word_scores(request, workers).values()):
+        return decision  # its own material, or no word of a subject ("Thanks so much!")
     step = plan.steps[0]
     if any(w.name == step.worker and w.searches for w in workers):
         return decision
