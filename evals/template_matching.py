@@ -45,7 +45,7 @@ def main() -> None:
         first, second = np.argsort(near)[::-1][:2]
         if near[first] < threshold or near[first] - near[second] < MARGIN:
             return "none"
-        return names[first]
+        return str(names[first])
 
     def show(label: str, choose: dict[str, str]) -> None:
         right = sum(choose[r] == e for r, e in cases)
