@@ -93,6 +93,7 @@ test: setup lowest browser-tools js-clients services
 eval: setup
 	$(VENV)/bin/python evals/planning.py
 	$(VENV)/bin/python evals/retrieval.py
+	$(VENV)/bin/python evals/template_matching.py
 
 bench: setup services
 	$(VENV)/bin/python benchmarks/scheduling.py
