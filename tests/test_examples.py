@@ -130,3 +130,4 @@ def test_a_greeting_is_answered_not_searched(team: Path, tmp_path: Path) -> None
         answer = events[-1]["output"]
         assert answer.startswith(opening) and says in answer, (request, answer)
         assert "No documents matched" not in answer and ".md" not in answer
+        assert "no decomposition rule" not in result.stdout  # nothing to note to the user

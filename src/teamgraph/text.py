@@ -140,3 +140,25 @@ def split_clarified(request: str) -> tuple[str, list[str]]:
     """The original request and the answers to the questions asked about it, oldest first."""
     original, *answers = request.split(CLARIFIED)
     return original, [a.strip() for a in answers]
+
+
+_GREETINGS = (
+    r"hello|hi|hey|hiya|howdy|greetings|good (?:morning|afternoon|evening)|thanks|thank you|"
+    r"thx|cheers|你好|您好|嗨|哈囉|哈喽|早上好|晚上好|下午好|谢谢|謝謝|多谢|多謝|唔該|大家好"
+)
+_GREETING = re.compile(  # greetings and thanks, with at most a word of address around them
+    rf"^(?:(?:{_GREETINGS}|there|everyone|all|team|again|so much)[\s,.!?！？。，~]*)+$",
+    re.IGNORECASE,
+)
+_GREETING_WORD = re.compile(rf"(?:^|\b)(?:{_GREETINGS})", re.IGNORECASE)
+_THANKS = re.compile(r"thank|thx|cheers|谢|謝|唔該", re.IGNORECASE)
+
+
+def is_small_talk(text: str) -> bool:
+    """Whether ``text`` is a greeting or a thank-you and nothing else ("Hi there!", "谢谢")."""
+    text = text.strip()
+    return len(text) <= 40 and bool(_GREETING.match(text)) and bool(_GREETING_WORD.search(text))
+
+
+def is_thanks(text: str) -> bool:
+    return bool(_THANKS.search(text))

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from teamgraph.text import has_cjk, split_clarified, tokenize
+from teamgraph.text import has_cjk, is_small_talk, is_thanks, split_clarified, tokenize
 
 OFFLINE_NOTICE = "_Offline model (rule-based, no LLM): extractive answer from {n} source(s)._"
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
@@ -214,32 +214,20 @@ def quoted_sources(author: str, text: str) -> list[Source]:
     return found
 
 
-_GREETINGS = (
-    r"hello|hi|hey|hiya|howdy|greetings|good (?:morning|afternoon|evening)|thanks|thank you|"
-    r"thx|cheers|你好|您好|嗨|哈囉|哈喽|早上好|晚上好|下午好|谢谢|謝謝|多谢|多謝|唔該|大家好"
-)
-_GREETING = re.compile(  # greetings and thanks, with at most a word of address around them
-    rf"^(?:(?:{_GREETINGS}|there|everyone|all|team|again|so much)[\s,.!?！？。，~]*)+$",
-    re.IGNORECASE,
-)
-_GREETING_WORD = re.compile(rf"(?:^|\b)(?:{_GREETINGS})", re.IGNORECASE)
-_THANKS = re.compile(r"thank|thx|cheers|谢|謝|唔該", re.IGNORECASE)
-
-
 def small_talk(task: str) -> str | None:
     """The reply to a greeting or a thank-you (nothing else in the message), in its language:
     what the offline model can do — never a search for "hello"."""
     text = task.strip()
-    if len(text) > 40 or not _GREETING.match(text) or not _GREETING_WORD.search(text):
+    if not is_small_talk(text):
         return None
     if has_cjk(text):
-        opening = "不客气！" if _THANKS.search(text) else "你好！"
+        opening = "不客气！" if is_thanks(text) else "你好！"
         return (
             f"{opening}我在 teamgraph 的离线模型上运行（基于规则，没有大语言模型）："
             "请就团队文档涉及的主题提问（例如按几个方面比较两样东西），或交给我一个任务。"
             "配置语言模型后（团队文件中的 `model:`），可以自由对话。"
         )
-    opening = "You're welcome!" if _THANKS.search(text) else "Hello!"
+    opening = "You're welcome!" if is_thanks(text) else "Hello!"
     return (
         f"{opening} I run on teamgraph's offline model (rule-based, no LLM): ask me about what "
         "this team's documents cover — for example, compare two things on a few aspects — or "

@@ -10,7 +10,7 @@ from teamgraph.planning.request_structure import Comparison, parse_comparison, s
 from teamgraph.planning.routing import WorkerInfo, route, routing, word_scores
 from teamgraph.planning.templates import Template, instantiate, ranked, shaped
 from teamgraph.prompts import split_worker_prompt
-from teamgraph.text import has_cjk
+from teamgraph.text import has_cjk, is_small_talk
 
 COMPARISON_CONFIDENCE = 0.8
 SEQUENCE_CONFIDENCE = 0.7
@@ -59,7 +59,8 @@ def _plan_by_rules(
     weak = [t for _, t in fitting if shaped(t, request)]
     if weak:
         return PlanDecision(instantiate(weak[0], request), "template", tuple(notes))
-    notes.append("no decomposition rule, template or worker description matched the request")
+    if not is_small_talk(request):  # a greeting matches nothing, as it should: no note
+        notes.append("no decomposition rule, template or worker description matched the request")
     worker = default if default in names else names[0]
     return PlanDecision(fallback_plan(request, worker), "fallback", tuple(notes))
 
