@@ -5,10 +5,11 @@
     .venv/bin/python evals/planning.py --check    # exit 1 when a development target is missed
     .venv/bin/python evals/planning.py --set heldout --errors   # one set only
 
-Two sets of requests, kept apart: ``evals/planning.yaml`` (development: the rules are tuned on
-it, and new cases go there) and ``evals/planning_heldout.yaml`` (held out: written apart, by a
-different method, and never tuned on — its score is what the rules do on requests they have not
-seen). Both are reported. Each request is planned by the planner's rules tier (what a workflow
+Sets of requests, kept apart: ``evals/planning.yaml`` (development: the rules are tuned on it,
+and new cases go there), ``evals/planning_heldout.yaml`` and ``evals/planning_heldout3.yaml``
+(held out: written apart, by a different method, and never tuned on — their score is what the
+rules do on requests they have not seen; set 3 was written blind, without reading the rules).
+All are reported. Each request is planned by the planner's rules tier (what a workflow
 team on the offline model runs) for its team of ``evals/teams.yaml``, in three member orders
 (as written, reversed, rotated by one); the team's default worker (where no member fits) is its
 first member as written, in every order. Measures, each over the (request, order) pairs it
@@ -52,7 +53,11 @@ TARGETS = {
     "order": 1.0,
     "vague": 0.9,
 }
-SETS = {"dev": HERE / "planning.yaml", "heldout": HERE / "planning_heldout.yaml"}
+SETS = {
+    "dev": HERE / "planning.yaml",
+    "heldout": HERE / "planning_heldout.yaml",
+    "heldout-3": HERE / "planning_heldout3.yaml",
+}
 CATEGORIES = ("worker kind", "comparison", "chain", "vague")
 
 
@@ -264,7 +269,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--errors", action="store_true", help="list every wrong plan")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    parser.add_argument("--set", choices=[*SETS, "both"], default="both", help="which set")
+    parser.add_argument("--set", choices=[*SETS, "all"], default="all", help="which set")
     parser.add_argument(
         "--write-examples", action="store_true", help="write the planner's routing examples"
     )
@@ -273,7 +278,7 @@ def main() -> int:
         return write_examples(EXAMPLES_FILE)
     missed_any = False
     for name, path in SETS.items():
-        if args.set not in (name, "both"):
+        if args.set not in (name, "all"):
             continue
         report = evaluate(path)
         show(name, report, args.errors)
