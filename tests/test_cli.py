@@ -592,6 +592,8 @@ def test_a_team_is_named_by_its_yaml_name_or_its_file_name(tmp_path: Path) -> No
         (["run", "-t", "nosuchteam", "hi"], 2, "no such file, and no team 'nosuchteam'"),
         (["runs", "--db", "mysql://x"], 2, "database URL 'mysql://x' is not supported"),
         (["run", "--db", "sqlite:///{tmp}/x.db", "  "], 2, "the request is empty"),
+        (["runs", "--db", "sqlite:///{tmp}/nope/a/b.db"], 2, "nope/a does not exist"),
+        (["run", "--db", "sqlite:///{tmp}/nope/a/b.db", "Compare A and B"], 2, "does not exist"),
         (
             ["runs", "--db", "postgresql://bob:s3cret@127.0.0.1:9/x"],
             1,
@@ -615,6 +617,39 @@ def test_a_failure_is_one_line_and_an_exit_code(
     debug = teamgraph(tmp_path, "--debug", *(a.format(tmp=tmp_path) for a in args))
     assert debug.returncode == code
     assert "Traceback" in debug.stderr and debug.stderr.rstrip().endswith(done.stderr.strip())
+
+
+def test_a_database_in_a_missing_folder_is_refused_not_created(tmp_path: Path) -> None:
+    done = teamgraph(tmp_path, "runs", "--db", f"sqlite:///{tmp_path}/nope/a/b.db")
+    assert done.returncode == 2
+    assert f"the database's directory {tmp_path}/nope/a does not exist" in done.stderr
+    assert not (tmp_path / "nope").exists()
+    made = teamgraph(tmp_path, "runs", "--db", f"sqlite:///{tmp_path}/new.db")  # a new file: fine
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "new.db").is_file()
+
+
+def test_a_read_only_database_file_is_one_line_about_the_file(tmp_path: Path) -> None:
+    """SQLite's own error for a file it may not write, explained as a file's problem (not
+    "is it running and reachable?"); as root, where a mode cannot refuse, the error is made by
+    opening the file read-only."""
+    from teamgraph.cli_errors import explain
+
+    path = tmp_path / "ro.db"
+    sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(sqlite3.OperationalError) as raised:
+        sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("INSERT INTO t VALUES (1)")
+    failure = explain(raised.value, f"sqlite:///{path}")
+    assert failure.line.startswith(f"cannot use the database file {path}: attempt to write")
+    assert "read and write it" in failure.line and "reachable" not in failure.line
+    if os.geteuid() == 0:
+        return
+    path.chmod(0o444)
+    for args in (["runs"], ["run", "Compare A and B"]):
+        done = teamgraph(tmp_path, *args, "--db", f"sqlite:///{path}")
+        assert done.returncode == 1
+        assert done.stderr.startswith("error: cannot use the database file"), done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_resume_takes_the_short_id_the_run_shows(db: str) -> None:

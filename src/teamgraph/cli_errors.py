@@ -35,6 +35,13 @@ def explain(exc: BaseException, database_url: str = "") -> Failure:
         return Failure(_first_line(exc), USAGE if usage else FAILURE)
     if _is_validation(exc):
         return Failure(f"invalid setting: {_validation_line(exc)}", USAGE)
+    if _is_database(exc) and _is_sqlite(exc, database_url):
+        where = f" {_sqlite_file(database_url)}" if database_url else ""
+        return Failure(
+            f"cannot use the database file{where}: {_first_line(exc)} — can this user read and "
+            "write it and its folder? (choose another with --db or DATABASE_URL)",
+            FAILURE,
+        )
     if _is_database(exc):
         where = f" at {hide_password(database_url)}" if database_url else ""
         return Failure(
@@ -71,6 +78,22 @@ def _is_database(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _is_sqlite(exc: BaseException, database_url: str) -> bool:
+    """A SQLite file's error: by the URL when known, else by the driver that raised."""
+    if database_url:
+        return database_url.startswith("sqlite")
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__module__.startswith(("sqlite3", "aiosqlite")):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _sqlite_file(database_url: str) -> str:
+    return re.sub(r"^sqlite(\+\w+)?:///", "", database_url)
 
 
 def _is_validation(exc: BaseException) -> bool:

@@ -304,11 +304,19 @@ class Settings(BaseSettings):
 
     @property
     def sqlite_path(self) -> Path:
-        """The SQLite file named by ``database_url`` (only SQLite is supported so far)."""
+        """The SQLite file named by ``database_url``, in a directory that exists: a mistyped
+        path is refused rather than its directories created (the file itself is created on
+        first use)."""
         url = self.database_url
         for prefix in ("sqlite+aiosqlite:///", "sqlite:///"):
             if url.startswith(prefix):
-                return Path(url.removeprefix(prefix))
+                path = Path(url.removeprefix(prefix))
+                if not path.parent.is_dir():
+                    raise UsageError(
+                        f"the database's directory {path.parent} does not exist: create it, or "
+                        "choose another database with --db or DATABASE_URL"
+                    )
+                return path
         raise UsageError(
             f"database URL {url!r} is not supported: use sqlite:///PATH or postgresql://HOST/DB"
         )

@@ -485,3 +485,16 @@ def test_a_retried_model_call_drops_the_failed_attempts_tokens(js: Any) -> None:
         events,
     )
     assert texts == ["First call. A whole answer."]
+
+
+def test_errors_name_runs_by_their_short_id(js: Any) -> None:
+    """A server's error names a run by its 32-character id; the workspace shows the 12-character
+    form the CLI shows and accepts (a longer hex string is left alone)."""
+    run_id = "3e70dcb26ed94f0aa1b2c3d4e5f60718"
+    message = js(
+        "api.js",
+        "(m, id) => new m.ApiError(409, `run ${id} of this session is paused: resume it`).message",
+        run_id,
+    )
+    assert message == "run 3e70dcb26ed9 of this session is paused: resume it"
+    assert js("dom.js", "(m, s) => m.shortIds(s)", "a" * 40) == "a" * 40

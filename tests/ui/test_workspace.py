@@ -107,8 +107,16 @@ def test_a_clarifying_question_is_answered_in_the_page(page: Any) -> None:
     page.wait_for_selector("#clarification")
     assert page.inner_text("#clarify-question").strip()
     expect(page.locator("#send")).to_be_disabled()  # the session waits for the answer
+    page.click("#clarification button[type=submit]")  # nothing written: said, not ignored
+    expect(page.locator("#clarify-hint")).to_have_text("Write an answer first.")
+    expect(page.locator("#clarification")).to_be_visible()
+    page.fill("#clarify-answer", "Compare PostgreSQL and MongoDB")
+    page.press("#clarify-answer", "Shift+Enter")  # a new line, not a send
+    page.type("#clarify-answer", "on security")
+    assert page.input_value("#clarify-answer") == "Compare PostgreSQL and MongoDB\non security"
+    expect(page.locator("#clarify-hint")).to_have_text("")
     page.fill("#clarify-answer", "Compare PostgreSQL and MongoDB on security")
-    page.click("#clarification button[type=submit]")
+    page.press("#clarify-answer", "Enter")  # sends, as in the message box
     assert wait_status(page, "completed") == "completed"
     expect(page.locator("#clarification")).to_have_count(0)
     assert "security" in answer_text(page, run_id).lower()
@@ -209,6 +217,9 @@ def test_a_past_run_replays_step_by_step(page: Any) -> None:
     answer_text(page, second)
     page.click(f"#run-list button[data-run='{first}']")
     page.wait_for_selector("#replay:not([hidden])")
+    # labelled in words: media glyphs (⏮ ⏭ ⏸) are missing from common fonts and show as boxes
+    labels = page.eval_on_selector_all("#replay button", "els => els.map(e => e.textContent)")
+    assert labels == ["First", "Back", "Play", "Next", "Last"]
     total = int(page.get_attribute("#replay-range", "max"))
     assert total > 0 and page.evaluate("window.teamgraph.view.runId") == first
     assert set(node_states(page).values()) == {"done"}

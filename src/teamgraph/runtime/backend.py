@@ -98,7 +98,6 @@ def _setting_up(path: Path) -> asyncio.Lock:
 @asynccontextmanager
 async def _open_sqlite(settings: Settings) -> AsyncIterator[Backend]:
     path = settings.sqlite_path.resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(AsyncSqliteStore.from_conn_string(str(path)))
         async with _setting_up(path):

@@ -1,5 +1,6 @@
 // The documented HTTP API, nothing else: auth, sessions, teams, runs and their SSE streams.
 
+import { shortIds } from "./dom.js";
 import { SSEParser } from "./sse.js";
 import { END_EVENTS, PAUSE_EVENTS } from "./vocab.js";
 
@@ -7,7 +8,7 @@ const API = "/api/v1";
 
 export class ApiError extends Error {
   constructor(status, detail, errors = []) {
-    super(typeof detail === "string" ? detail : JSON.stringify(detail));
+    super(shortIds(typeof detail === "string" ? detail : JSON.stringify(detail)));
     this.status = status;
     this.errors = errors;
   }

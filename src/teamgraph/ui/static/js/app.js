@@ -484,7 +484,7 @@ function drawReplay() {
   range.value = String(view.position);
   const event = view.events[view.position - 1];
   $("replay-pos").textContent = `${view.position}/${view.events.length}${event ? ` · ${event.type}` : ""}`;
-  $("replay-play").textContent = app.playTimer ? "⏸" : "▶";
+  $("replay-play").textContent = app.playTimer ? "Pause" : "Play";
   $("replay-play").setAttribute("aria-label", app.playTimer ? "Pause" : "Play");
 }
 

@@ -34,6 +34,9 @@ export function clear(el) {
   return el;
 }
 
+/** ``text`` with each 32-character run id (as the server's messages name runs) in the 12-character
+ * short form the CLI shows and accepts. */
+export const shortIds = (text) => String(text).replace(/\b([0-9a-f]{12})[0-9a-f]{20}\b/g, "$1");
 export const fmtTokens = (n) => (n >= 10000 ? `${(n / 1000).toFixed(1)}k` : String(n));
 export const fmtUsd = (x) => `$${(x || 0).toFixed(x >= 1 ? 2 : 4)}`;
 export const fmtSeconds = (x) => (x === null || x === undefined ? "" : x < 10 ? `${x.toFixed(1)}s` : `${Math.round(x)}s`);

@@ -1,6 +1,6 @@
 // The conversation: stored messages, the answer being written, and what a paused run asks.
 
-import { clear, h } from "../dom.js";
+import { clear, h, shortIds } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { liveText, rootPlan, stepCounts } from "../runstate.js";
 import { PAUSED, STOPPED } from "../vocab.js";
@@ -34,7 +34,7 @@ function liveBubbles(state, messages) {
   if (state.output) {
     out.push(bubble("assistant", state.output, { id: "answer", "data-run": state.runId, who: `${state.team} · ${state.status}` }));
   } else if (state.error && STOPPED.includes(state.status)) {
-    out.push(h("article", { class: "msg assistant", id: "answer" }, h("div", { class: "who" }, state.status), h("div", { class: "body error" }, state.error)));
+    out.push(h("article", { class: "msg assistant", id: "answer" }, h("div", { class: "who" }, state.status), h("div", { class: "body error" }, shortIds(state.error))));
   } else if (!PAUSED.includes(state.status)) {
     const stream = liveText(state);
     const steps = rootPlan(state);
@@ -59,15 +59,28 @@ export function renderPending(el, state, actions) {
   const { clarification, approvals } = state.pending;
   if (clarification) {
     const input = h("textarea", { id: "clarify-answer", rows: 2, "aria-label": "Your answer", maxlength: 20000 });
+    const hint = h("p", { id: "clarify-hint", class: "error small", role: "alert" });
     const form = h("form", { class: "ask", id: "clarification" },
       h("h3", {}, "The team asks"),
       h("p", { id: "clarify-question" }, clarification.question),
       input,
+      hint,
       h("div", { class: "row" }, h("button", { type: "submit", class: "primary" }, "Answer")));
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      if (input.value.trim()) actions.answer(input.value.trim());
+      const text = input.value.trim();
+      hint.textContent = text ? "" : "Write an answer first.";
+      if (text) actions.answer(text);
+      else input.focus();
     });
+    // Enter sends, as in the message box; Shift+Enter is a new line; an IME's Enter composes
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        form.requestSubmit();
+      }
+    });
+    input.addEventListener("input", () => { hint.textContent = ""; });
     el.append(form);
     queueMicrotask(() => input.focus());
   }
