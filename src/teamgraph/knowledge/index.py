@@ -26,8 +26,11 @@ A search takes the best keyword matches and the passages nearest in meaning (emb
 lists. A passage whose vector is missing for that model (a new model, a failed provider call) is
 embedded on the next ingest or search; until then keyword search still finds it.
 
-Every call opens its own short-lived connection, so one :class:`KnowledgeBase` can be used from
-several threads, e.g. from asyncio code via ``asyncio.to_thread``. How CJK text is indexed and how
+Connections are pooled: a call takes an idle connection (or opens one) and gives it back when
+it is done, so one :class:`KnowledgeBase` can be used from several threads at once, e.g. from
+asyncio code via ``asyncio.to_thread``, each thread on a connection of its own. Opening a
+connection (and its settings, :func:`teamgraph.storage.sqlite.connect`) and closing the last one
+(which checkpoints the WAL) cost a query more than searching did (BENCHMARKS.md). How CJK text is indexed and how
 user queries are made safe is explained in :mod:`teamgraph.knowledge.fts_query`.
 """
 
@@ -37,9 +40,10 @@ import errno
 import hashlib
 import logging
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -156,6 +160,8 @@ class KnowledgeBase:
         self.settings = settings or Settings()
         self.vectors = vectors.VectorIndex()
         self._complete: dict[tuple[str, tuple[str, ...]], int] = {}  # (model, scope) -> generation
+        self._idle: list[sqlite3.Connection] = []  # pooled connections, none in a transaction
+        self._idle_lock = threading.Lock()
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as conn, conn:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(kb_files)")}
@@ -362,10 +368,34 @@ class KnowledgeBase:
             ).fetchall()
         return [str(row[0]) for row in rows]
 
+    def close(self) -> None:
+        """Close the pooled connections (a later call opens new ones)."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        with closing(connect(self.db_path, BUSY_TIMEOUT_S, autocommit=False)) as conn:
+        """An idle pooled connection (or a new one), given back afterwards. One that saw an
+        exception, or is still in a transaction, is closed instead (rolling back)."""
+        with self._idle_lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = connect(self.db_path, BUSY_TIMEOUT_S, autocommit=False)
+        try:
             yield conn
+        except BaseException:
+            conn.close()
+            raise
+        if conn.in_transaction:
+            conn.close()
+            return
+        with self._idle_lock:
+            if len(self._idle) < _IDLE_MAX:
+                self._idle.append(conn)
+                return
+        conn.close()
 
 
 @dataclass(frozen=True)
@@ -382,6 +412,7 @@ class Scoped:
 
 _CANDIDATES = 3  # rows fetched per hit returned, to choose among
 _COMPLETE_MAX = 10_000
+_IDLE_MAX = 4  # pooled connections kept open (one per thread searching at once)
 
 
 def _spread(rows: Sequence[Any], k: int) -> list[Any]:
