@@ -273,24 +273,34 @@ class KnowledgeBase:
           or, when that is less work, the *other* collections of the index are excluded, or
           nothing is, when the search reads every collection (the join checks the collections
           again, whatever the filter);
-        * a *common* phrase (in more than :data:`COMMON_SHARE` of the chunks) does not make a
-          chunk a candidate while the question has rarer ones: the candidates are the chunks
-          holding a rare phrase, scored by all the phrases. A chunk holding common phrases
-          alone scores less than BM25's ceiling for them (:func:`_ceiling`); when the ``n``-th
-          candidate scores more than that, those chunks cannot be among the best ``n`` and the
-          result is the full query's. Otherwise the full query runs.
+        * the candidates are the chunks holding the question's *rare* phrases (in at most
+          :data:`COMMON_SHARE` of the chunks), scored by them and by its common ones; with no
+          rare phrase, by its common ones. A phrase in more than half of the chunks weighs
+          nothing in FTS5's BM25 (its IDF is clamped to 1e-6) and is left out of the query.
+          The chunks holding only phrases left out of the candidates score less than BM25's
+          ceiling for those phrases (:func:`_ceiling`): when the ``n``-th candidate scores more,
+          none of them can be among the best ``n``. Otherwise the best of them (a query that
+          excludes the candidates) are merged in, which is the full query's result.
         """
         stats = self._stats_at(conn)
         scope, always = _scope_filter(collections, stats)
-        common = [p for p in phrases if stats.frequency(conn, p) > COMMON_SHARE * stats.chunks]
-        rare = [p for p in phrases if p not in common]
-        if rare and common:
-            match = f"({' OR '.join(rare)}){scope} AND ({' OR '.join(common)} OR {always})"
-            found = _keyword(conn, match, collections, n)
-            ceiling = _ceiling([stats.frequency(conn, p) for p in common], stats.chunks)
-            if len(found) >= n and found[-1][4] > ceiling:
-                return found
-        return _keyword(conn, f"({' OR '.join(phrases)}){scope}", collections, n)
+        frequency = {p: stats.frequency(conn, p) for p in phrases}
+        void = [p for p in phrases if 2 * frequency[p] > stats.chunks]
+        common = [
+            p for p in phrases if p not in void and frequency[p] > COMMON_SHARE * stats.chunks
+        ]
+        rare = [p for p in phrases if p not in void and p not in common]
+        chosen, optional = (rare, common) if rare else (common, []) if common else (void, [])
+        match = f"({' OR '.join(chosen)}){scope}"
+        if optional:
+            match += f" AND ({' OR '.join(optional)} OR {always})"
+        found = _keyword(conn, match, collections, n)
+        rest = [p for p in phrases if p not in chosen]
+        if not rest or (len(found) >= n and found[-1][4] > _ceiling(rest, frequency, stats)):
+            return found
+        others = f"(({' OR '.join(rest)}) NOT ({' OR '.join(chosen)})){scope}"
+        found += _keyword(conn, others, collections, n)
+        return sorted(found, key=lambda row: (-row[4], row[1], row[0]))[:n]
 
     def _stats_at(self, conn: sqlite3.Connection) -> _Stats:
         """What the keyword search knows of the index, as of its current generation."""
@@ -497,15 +507,16 @@ def _scope_filter(collections: Sequence[str], stats: _Stats) -> tuple[str, str]:
     return f" AND {scoped}", scoped
 
 
-def _ceiling(frequencies: Sequence[int], chunks: int) -> float:
-    """More than any chunk can score (BM25 as FTS5 computes it, with any column weights) on
-    phrases found in these numbers of the index's ``chunks``: each phrase adds
-    ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))``, below
-    ``idf * (k1 + 1)`` whatever its frequency ``tf`` in the chunk."""
-    k1 = 1.2  # FTS5's bm25 constants
+def _ceiling(phrases: Sequence[str], frequency: dict[str, int], stats: _Stats) -> float:
+    """More than any chunk can score on ``phrases`` (BM25 as FTS5 computes it, with any column
+    weights): each phrase adds ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length /
+    average))``, below ``idf * (k1 + 1)`` whatever its frequency ``tf`` in the chunk; ``idf``
+    is ``log((N - n + 0.5) / (n + 0.5))`` for a phrase in ``n`` of the ``N`` chunks, at least
+    1e-6."""
+    k1, chunks = 1.2, stats.chunks  # k1: FTS5's bm25 constant
     return sum(
-        (k1 + 1) * max(math.log((chunks - found + 0.5) / (found + 0.5)), 1e-6)
-        for found in frequencies
+        (k1 + 1) * max(math.log((chunks - frequency[p] + 0.5) / (frequency[p] + 0.5)), 1e-6)
+        for p in phrases
     )
 
 
