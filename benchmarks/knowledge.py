@@ -80,12 +80,15 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
+RUN_SCOPE = ("team:bench", "user:bench", "shared")  # a run of the benchmark's team and user
+OTHER_TEAM = ("team:other", "user:bench", "shared")  # another team's run: team:bench is not read
+
+
 def time_queries(
-    kb: KnowledgeBase, asked: list[str], mode: Mode, rounds: int
+    kb: KnowledgeBase, asked: list[str], mode: Mode, rounds: int, scope: tuple[str, ...] = RUN_SCOPE
 ) -> tuple[list[float], list[float]]:
     """Wall-clock and CPU milliseconds of each query (CPU time: what this thread itself spent,
     which other processes on a loaded machine do not stretch)."""
-    scope = ["team:bench", "user:bench", "shared"]
     kb.search(asked[0], k=5, collections=scope, mode=mode)  # warm-up: loads the vectors
     wall, cpu = [], []
     for _ in range(rounds):
@@ -135,17 +138,26 @@ def main() -> int:
         rate = len(texts) / (time.perf_counter() - start)
         print(f"  of which embedding alone: {rate:.0f} chunks/s")
         asked = questions()
-        for mode in ("hybrid", "keyword", "vector"):
-            wall, cpu = time_queries(kb, asked, mode, args.rounds)
+        legs: list[tuple[str, Mode, tuple[str, ...]]] = [
+            ("hybrid", "hybrid", RUN_SCOPE),
+            ("keyword", "keyword", RUN_SCOPE),
+            ("vector", "vector", RUN_SCOPE),
+            ("hybrid, another team's run", "hybrid", OTHER_TEAM),
+        ]
+        for label, mode, scope in legs:
+            wall, cpu = time_queries(kb, asked, mode, args.rounds, scope)
             print(
-                f"query {mode:7}: wall p50 {statistics.median(wall):.2f} ms, p95 "
+                f"query {label:7}: wall p50 {statistics.median(wall):.2f} ms, p95 "
                 f"{percentile(wall, 0.95):.2f} ms; CPU p50 {statistics.median(cpu):.2f} ms, "
                 f"p95 {percentile(cpu, 0.95):.2f} ms ({len(wall)} queries)"
             )
-            if mode == "hybrid":
-                p95 = percentile(wall, 0.95)
-                verdict = "met" if p95 <= TARGET_P95_MS else "MISSED (see the load average)"
-                print(f"  target wall p95 ≤ {TARGET_P95_MS:g} ms at {total} chunks: {verdict}")
+            if label == "hybrid":
+                for clock, times in (("wall", wall), ("CPU", cpu)):
+                    p95 = percentile(times, 0.95)
+                    verdict = "met" if p95 <= TARGET_P95_MS else "MISSED (see the load average)"
+                    print(
+                        f"  target {clock} p95 ≤ {TARGET_P95_MS:g} ms at {total} chunks: {verdict}"
+                    )
     return 0
 
 

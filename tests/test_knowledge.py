@@ -14,6 +14,7 @@ from teamgraph.errors import UsageError
 from teamgraph.knowledge import Hit, IngestReport, KnowledgeBase
 from teamgraph.knowledge.chunking import chunk_markdown, chunk_text
 from teamgraph.knowledge.fts_query import ZERO_WIDTH_SPACE, build_match_query, query_terms
+from teamgraph.knowledge.index import SHARED, Mode
 from teamgraph.tools.search_docs import TOOL_DESCRIPTION, format_hits, make_search_docs_tool
 
 EXAMPLES = PACKAGED / "knowledge"  # shipped with the package (examples/ links to it)
@@ -363,6 +364,42 @@ def test_collections_keep_teams_and_users_apart(tmp_path: Path) -> None:
     assert [d.name for d in kb.documents("user:u1")] == ["yak-notes.txt"]
     assert kb.delete("user:u1", doc.id) and kb.documents("user:u1") == []
     assert kb.count("team:alpha") == 1
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_another_users_chunk_is_never_found_however_the_search_is_filtered(
+    tmp_path: Path, mode: Mode
+) -> None:
+    """A search reading most of the index excludes the others' collections rather than naming
+    its own; one reading a small part names its own; one reading all names none. Whichever,
+    another user's chunk — here the only one that matches — is never returned."""
+    kb = KnowledgeBase(tmp_path / "kb.db")
+    for i in range(30):
+        kb.add_document(SHARED, f"n{i}.txt", f"Note {i} about gardening and soil.", False)
+    kb.add_document("user:u1", "yak.txt", "My yak Tenzing grazes above the soil line.", False)
+    kb.add_document("user:u2", "cat.txt", "My cat sleeps all day.", False)
+    for scope in ([SHARED, "user:u2"], ["user:u2"], ["team:t", "user:u2"]):
+        assert [h.text for h in kb.search("yak Tenzing", collections=scope, mode=mode)] == []
+        assert all("Tenzing" not in h.text for h in kb.search("Tenzing soil", 5, scope, mode=mode))
+    everyone = [SHARED, "user:u1", "user:u2"]
+    assert "Tenzing" in kb.search("yak Tenzing", collections=everyone, mode=mode)[0].text
+
+
+def test_a_chunk_holding_only_common_words_is_found_when_it_ranks(tmp_path: Path) -> None:
+    """Chunks holding only the question's common words ("backup", "restore": in a quarter of
+    the chunks) are not candidates at first; when the rare word's chunks do not fill the list,
+    the best of them still come back, in BM25's order."""
+    kb = KnowledgeBase(tmp_path / "kb.db", Settings(embedding_model="none"))
+    for i in range(40):
+        words = "backup restore" if i % 4 == 0 else "gardening soil"
+        kb.add_document(SHARED, f"n{i}.txt", f"Note {i} on {words} and other matters.", False)
+    kb.add_document(SHARED, "b.txt", "Backup restore: backup, restore, backup, restore.", False)
+    kb.add_document(SHARED, "z.txt", "A zebra. " + "Long filler text here. " * 30, False)
+    hits = kb.search("backup restore zebra", k=5, mode="keyword")
+    assert len(hits) == 5
+    assert hits[0].text.startswith("Backup restore: backup")
+    assert all("backup" in h.text.lower() for h in hits)  # they outrank the long zebra chunk
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
 def test_an_index_from_before_collections_is_rebuilt(tmp_path: Path) -> None:

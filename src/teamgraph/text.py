@@ -89,7 +89,7 @@ def search_terms(text: str) -> list[str]:
 def _terms(text: str, norm: Callable[[str], str]) -> list[str]:
     tokens: list[str] = []
     for run in words(text):
-        if is_cjk(run[0]):
+        if run[0] >= "\u3040" and is_cjk(run[0]):  # every CJK range starts at U+3040 or above
             tokens.extend(cjk_terms(run))
         elif run not in STOP_WORDS:
             tokens.append(norm(run))

@@ -68,10 +68,14 @@ def build_match_query(query: str) -> str | None:
 
     Returns ``None`` when the text holds no searchable term (empty, punctuation, stop words).
     """
-    terms = query_terms(query)
-    if not terms:
-        return None
-    return " OR ".join(_quote(mark_cjk(term)) for term in terms)
+    terms = match_phrases(query)
+    return " OR ".join(terms) if terms else None
+
+
+def match_phrases(query: str) -> list[str]:
+    """The query's terms as FTS5 phrases (quoted, CJK marked): what :func:`build_match_query`
+    joins."""
+    return [_quote(mark_cjk(term)) for term in query_terms(query)]
 
 
 def _quote(term: str) -> str:

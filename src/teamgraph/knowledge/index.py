@@ -26,9 +26,12 @@ A search takes the best keyword matches and the passages nearest in meaning (emb
 lists. A passage whose vector is missing for that model (a new model, a failed provider call) is
 embedded on the next ingest or search; until then keyword search still finds it.
 
-Every call opens its own short-lived connection, so one :class:`KnowledgeBase` can be used from
-several threads, e.g. from asyncio code via ``asyncio.to_thread``. How CJK text is indexed and how
-user queries are made safe is explained in :mod:`teamgraph.knowledge.fts_query`.
+Connections are pooled: a call takes an idle connection (or opens one) and gives it back when
+it is done, so one :class:`KnowledgeBase` can be used from several threads at once, e.g. from
+asyncio code via ``asyncio.to_thread``, each thread on a connection of its own. Opening a
+connection (and its settings, :func:`teamgraph.storage.sqlite.connect`) and closing the last one
+(which checkpoints the WAL) cost a query more than searching did (BENCHMARKS.md). How CJK text
+is indexed and how user queries are made safe is explained in :mod:`teamgraph.knowledge.fts_query`.
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ from __future__ import annotations
 import errno
 import hashlib
 import logging
+import math
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -52,9 +57,9 @@ from teamgraph.errors import UsageError
 from teamgraph.knowledge import vectors
 from teamgraph.knowledge.chunking import Chunk, chunk_markdown, chunk_text
 from teamgraph.knowledge.fts_query import (
-    build_match_query,
     content_words,
     mark_cjk,
+    match_phrases,
     scope_term,
     snippet,
 )
@@ -156,6 +161,9 @@ class KnowledgeBase:
         self.settings = settings or Settings()
         self.vectors = vectors.VectorIndex()
         self._complete: dict[tuple[str, tuple[str, ...]], int] = {}  # (model, scope) -> generation
+        self._stats: _Stats | None = None
+        self._idle: list[sqlite3.Connection] = []  # pooled connections, none in a transaction
+        self._idle_lock = threading.Lock()
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as conn, conn:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(kb_files)")}
@@ -235,13 +243,13 @@ class KnowledgeBase:
         """
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        match = build_match_query(query)
-        if match is None or not collections:
+        phrases = match_phrases(query)
+        if not phrases or not collections:
             return []
         embedder = None if mode == "keyword" else self.embedder(model)
         pool = max(k * _CANDIDATES, POOL)
         with self._connect() as conn:
-            keyword = [] if mode == "vector" else _keyword(conn, match, collections, pool)
+            keyword = [] if mode == "vector" else self._keyword(conn, phrases, collections, pool)
             nearest = self._nearest(conn, embedder, query, collections, pool) if embedder else []
             ranked = _ranked(query, keyword, nearest, mode)
             rows = _rows(conn, ranked, keyword)
@@ -250,6 +258,59 @@ class KnowledgeBase:
             Hit(source=src, heading=heading, snippet=snippet(text, query), text=text, score=score)
             for src, heading, text, score in best
         ]
+
+    def _keyword(
+        self, conn: sqlite3.Connection, phrases: list[str], collections: Sequence[str], n: int
+    ) -> list[tuple[int, str, str, str, float]]:
+        """The ``n`` best keyword matches of ``collections``: (chunk id, source, heading, text,
+        -BM25).
+
+        FTS5 scores every chunk that matches any phrase, so a question with a common word
+        ("data", in half of the chunks) costs milliseconds. Two bounds on that work, neither
+        changing which chunks rank first:
+
+        * the collections are a filter of the full-text query (a ``scope`` term per chunk) —
+          or, when that is less work, the *other* collections of the index are excluded, or
+          nothing is, when the search reads every collection (the join checks the collections
+          again, whatever the filter);
+        * the candidates are the chunks holding the question's *rare* phrases (in at most
+          :data:`COMMON_SHARE` of the chunks), scored by them and by its common ones; with no
+          rare phrase, by its common ones. A phrase in more than half of the chunks weighs
+          nothing in FTS5's BM25 (its IDF is clamped to 1e-6) and is left out of the query.
+          The chunks holding only phrases left out of the candidates score less than BM25's
+          ceiling for those phrases (:func:`_ceiling`): when the ``n``-th candidate scores more,
+          none of them can be among the best ``n``. Otherwise the best of them (a query that
+          excludes the candidates) are merged in, which is the full query's result.
+        """
+        stats = self._stats_at(conn)
+        scope, always = _scope_filter(collections, stats)
+        frequency = {p: stats.frequency(conn, p) for p in phrases}
+        void = [p for p in phrases if 2 * frequency[p] > stats.chunks]
+        common = [
+            p for p in phrases if p not in void and frequency[p] > COMMON_SHARE * stats.chunks
+        ]
+        rare = [p for p in phrases if p not in void and p not in common]
+        chosen, optional = (rare, common) if rare else (common, []) if common else (void, [])
+        match = f"({' OR '.join(chosen)}){scope}"
+        if optional:
+            match += f" AND ({' OR '.join(optional)} OR {always})"
+        found = _keyword(conn, match, collections, n)
+        rest = [p for p in phrases if p not in chosen]
+        if not rest or (len(found) >= n and found[-1][4] > _ceiling(rest, frequency, stats)):
+            return found
+        others = f"(({' OR '.join(rest)}) NOT ({' OR '.join(chosen)})){scope}"
+        found += _keyword(conn, others, collections, n)
+        return sorted(found, key=lambda row: (-row[4], row[1], row[0]))[:n]
+
+    def _stats_at(self, conn: sqlite3.Connection) -> _Stats:
+        """What the keyword search knows of the index, as of its current generation."""
+        now = vectors.generation(conn)
+        stats = self._stats
+        if stats is None or stats.generation != now:
+            rows = conn.execute("SELECT collection, count(*) FROM kb_chunks GROUP BY collection")
+            counted = {str(c): int(n) for c, n in rows}
+            stats = self._stats = _Stats(now, sum(counted.values()), counted)
+        return stats
 
     def embedder(self, model: str | None = None) -> Embedder | None:
         """The embedder of ``model`` (unset: the ``embedding_model`` setting); ``None``: none."""
@@ -362,10 +423,34 @@ class KnowledgeBase:
             ).fetchall()
         return [str(row[0]) for row in rows]
 
+    def close(self) -> None:
+        """Close the pooled connections (a later call opens new ones)."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        with closing(connect(self.db_path, BUSY_TIMEOUT_S, autocommit=False)) as conn:
+        """An idle pooled connection (or a new one), given back afterwards. One that saw an
+        exception, or is still in a transaction, is closed instead (rolling back)."""
+        with self._idle_lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = connect(self.db_path, BUSY_TIMEOUT_S, autocommit=False)
+        try:
             yield conn
+        except BaseException:
+            conn.close()
+            raise
+        if conn.in_transaction:
+            conn.close()
+            return
+        with self._idle_lock:
+            if len(self._idle) < _IDLE_MAX:
+                self._idle.append(conn)
+                return
+        conn.close()
 
 
 @dataclass(frozen=True)
@@ -381,7 +466,67 @@ class Scoped:
 
 
 _CANDIDATES = 3  # rows fetched per hit returned, to choose among
+COMMON_SHARE = 0.15  # a phrase in more of the chunks than this is common (chosen on the
+# benchmark corpus: 0.1 and 0.2 left more questions to the slower second query)
+_FREQUENCIES_MAX = 100_000
+
+
+@dataclass
+class _Stats:
+    """The index at one generation: its chunks, per collection, and how many chunks hold each
+    phrase asked so far."""
+
+    generation: int
+    chunks: int
+    collections: dict[str, int]
+    frequencies: dict[str, int] = field(default_factory=dict)
+
+    def frequency(self, conn: sqlite3.Connection, phrase: str) -> int:
+        found = self.frequencies.get(phrase)
+        if found is None:
+            row = conn.execute("SELECT count(*) FROM kb_fts WHERE kb_fts MATCH ?", (phrase,))
+            found = int(row.fetchone()[0])
+            if len(self.frequencies) >= _FREQUENCIES_MAX:
+                self.frequencies.clear()
+            self.frequencies[phrase] = found
+        return found
+
+
+def _scope_filter(collections: Sequence[str], stats: _Stats) -> tuple[str, str]:
+    """The full-text filter that keeps the chunks of ``collections`` (and maybe more) — their
+    scope terms, or the other collections' excluded, whichever names fewer chunks (FTS5 reads
+    every chunk of each term it is given); none when the index holds no other collection — and
+    a clause every chunk it keeps satisfies."""
+    others = [c for c in stats.collections if c not in collections]
+    every = f"scope : ({_scope_phrases(stats.collections)})"
+    kept = sum(stats.collections.get(c, 0) for c in collections)
+    if not others:
+        return "", every
+    if sum(stats.collections[c] for c in others) < kept:
+        return f" NOT scope : ({_scope_phrases(others)})", every
+    scoped = f"scope : ({_scope_phrases(collections)})"
+    return f" AND {scoped}", scoped
+
+
+def _ceiling(phrases: Sequence[str], frequency: dict[str, int], stats: _Stats) -> float:
+    """More than any chunk can score on ``phrases`` (BM25 as FTS5 computes it, with any column
+    weights): each phrase adds ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length /
+    average))``, below ``idf * (k1 + 1)`` whatever its frequency ``tf`` in the chunk; ``idf``
+    is ``log((N - n + 0.5) / (n + 0.5))`` for a phrase in ``n`` of the ``N`` chunks, at least
+    1e-6."""
+    k1, chunks = 1.2, stats.chunks  # k1: FTS5's bm25 constant
+    return sum(
+        (k1 + 1) * max(math.log((chunks - frequency[p] + 0.5) / (frequency[p] + 0.5)), 1e-6)
+        for p in phrases
+    )
+
+
+def _scope_phrases(collections: Iterable[str]) -> str:
+    return " OR ".join(f'"{scope_term(c)}"' for c in collections)
+
+
 _COMPLETE_MAX = 10_000
+_IDLE_MAX = 4  # pooled connections kept open (one per thread searching at once)
 
 
 def _spread(rows: Sequence[Any], k: int) -> list[Any]:
@@ -403,13 +548,10 @@ def _spread(rows: Sequence[Any], k: int) -> list[Any]:
 def _keyword(
     conn: sqlite3.Connection, match: str, collections: Sequence[str], n: int
 ) -> list[tuple[int, str, str, str, float]]:
-    """The ``n`` best keyword matches: (chunk id, source, heading, text, -BM25). The
-    collections are a filter of the full-text query itself (a ``scope`` term per chunk), so only
-    their chunks are ranked; the join checks them again."""
+    """The ``n`` best chunks for the full-text query ``match``: (chunk id, source, heading,
+    text, -BM25); the join keeps the chunks of ``collections`` only."""
     sql = _SEARCH.format(weight=HEADING_WEIGHT, collections=",".join("?" * len(collections)))
-    scope = " OR ".join(f'"{scope_term(c)}"' for c in collections)
-    scoped = f"({match}) AND scope : ({scope})"
-    rows = conn.execute(sql, (scoped, n, *collections)).fetchall()
+    rows = conn.execute(sql, (match, n, *collections)).fetchall()
     return [(int(i), s, h, t, -raw) for i, s, h, t, raw in rows]
 
 
