@@ -336,13 +336,13 @@ def split_sequence(text: str) -> list[str]:
 
 # "Fix the bug, write a test, then update the changelog": before a "then", the steps may be a
 # comma list, each starting with a verb of work.
-_WORK_VERBS = (
+WORK_VERBS = (  # verbs that ask for a kind of work ("summari[sz]e": a regex alternation)
     "add|analy[sz]e|book|build|calculate|check|choose|clean|collect|compare|compile|compute|"
     "convert|create|deploy|design|document|draft|edit|estimate|explain|extract|find|fix|format|"
     "gather|identify|implement|list|look|make|merge|outline|pick|plan|prepare|proofread|publish|"
     "rank|refactor|research|review|run|search|send|summari[sz]e|test|translate|update|verify|write"
 )
-_LISTED_STEP = re.compile(rf",\s*(?=(?:{_WORK_VERBS})\b)", re.I)
+_LISTED_STEP = re.compile(rf",\s*(?=(?:{WORK_VERBS})\b)", re.I)
 
 
 def _listed_steps(part: str) -> list[str]:
