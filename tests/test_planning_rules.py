@@ -521,3 +521,12 @@ def test_a_request_sharing_no_word_goes_by_meaning_when_it_is_clear() -> None:
     ]
     assert route("Where can I grab decent pho after midnight in Hanoi?", desk) == "concierge"
     assert route("xyzzy", desk, default="weather_bot") == "weather_bot"  # nothing to go by
+
+
+def test_an_acronym_plural_is_the_acronym() -> None:
+    """ "APIs" in a description meets "API" in a request ("analysis" stays "analysis")."""
+    workers = [
+        WorkerInfo("backend", "Writes code: APIs and scripts."),
+        WorkerInfo("reviewer", "Reviews pull requests."),
+    ]
+    assert route("Build an API for orders", workers) == "backend"

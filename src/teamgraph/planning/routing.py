@@ -213,9 +213,15 @@ def _forms(token: str) -> set[str]:
     return forms
 
 
+# The plural of an acronym is the acronym ("APIs", "PRs", "URLs"): the stemmer, which keeps
+# "analysis" and "basis", cannot tell once words are lower-cased
+_ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")
+
+
 def _ordered_terms(text: str) -> list[str]:
     """The words of ``text`` that can match: stems and CJK bigrams (with the verb of each agent
     noun), then the Chinese words of the synonym table found in it ("写", "落雨" → "雨")."""
+    text = _ACRONYM_PLURAL.sub(r"\1", text)
     terms = [form for token in tokenize(text) for form in _forms(token)]
     if has_cjk(text):
         plain = simplified(text)
