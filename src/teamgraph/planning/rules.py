@@ -215,12 +215,11 @@ _CHECKS = re.compile(
 
 
 def _another(task: str, workers: Sequence[WorkerInfo], worker: str) -> str | None:
-    """The worker, other than ``worker``, that ``task`` fits best, if any fits it at all."""
+    """The worker, other than ``worker``, that ``task`` fits best, if a word of it fits one."""
     others = [w for w in workers if w.name != worker]
-    if not others:
+    if not others or not any(word_scores(task, others).values()):
         return None
-    found = routing(task, others, None)
-    return found.worker if found.score > 0 else None
+    return routing(task, others, None).worker
 
 
 _TEXTS: dict[bool, dict[str, str]] = {  # keyed by "is the request Chinese"
