@@ -242,6 +242,8 @@ def test_english_chain_first_then_finally() -> None:
         ("一、调研市场；二、写报告", ["调研市场", "写报告"]),
         ("Research the market. Second, write a report.", ["Research the market", "write a report"]),
         ("Research the market; once that is done, write a report", None),
+        ("Write a report on the market and have it proofread", None),  # the work on its result
+        ("写完报告后再检查一遍", ["写完报告", "检查一遍"]),
         ("分析数据并且写报告", ["分析数据", "写报告"]),
         ("1. Research the market 2. Analyze competitors 3. Write a plan", None),
     ],

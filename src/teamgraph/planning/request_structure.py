@@ -308,7 +308,9 @@ _NEXT = re.compile(
     r"followed\s+by)\b[,:]?\s*"
     r"|[,;.]\s*(?:next|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|fifth(?:ly)?)\b[,:]?\s*"
     r"|[，,；;。]?\s*(?:然后|接着|接下来|紧接着|随后|之后|跟住|跟着|最后|并且|第[二三四五六七八九十]步)[，,：:]?\s*"
-    r"|[，,；;]\s*再\s*",
+    r"|[，,；;]\s*再\s*|(?<=[\u4e00-\u9fff])(?:以后|之后|后)再\s*"
+    # "... and have it reviewed", "..., and get them translated": the work done on the result
+    r"|[,;]?\s*\band\s+(?=(?:have|get)\s+(?:it|this|that|them|these|those)\s+[\w-]*(?:ed|en|read)\b)",
     re.I,
 )
 # "先A再B": after a first step that "先" opens, "再" (not "再次", "再见") starts the next one
