@@ -33,6 +33,17 @@ def test_offline_vagueness_rule() -> None:
         ("Define entropy", False),
         ("解释一下闭包", False),
         ("Fix the login bug", False),
+        # kinds of words that name no subject, not a list of requests
+        ("Review this", True),  # a verb of work with nothing to work on
+        ("Write tests", False),  # ... but its object is one
+        ("Make it pop", True),  # "make it <complement>"
+        ("Make the intro punchier", False),
+        ("Work your magic", True),  # the helper's own
+        ("Please have a quick look", True),  # a light verb's noun
+        ("可以 help 我 check 一下吗", True),
+        ("帮我改改", True),  # a reduplicated light verb
+        ("帮我改改这段代码", False),
+        ("Translate this to French: bonjour", False),
     ],
 )
 def test_vague_means_naming_no_subject(request_text: str, vague: bool) -> None:

@@ -238,6 +238,12 @@ def test_english_chain_first_then_finally() -> None:
         ("首先调研市场，然后分析竞争对手", ["调研市场", "分析竞争对手"]),
         ("首先调研市场，然后分析竞争对手，最后撰写报告", ["调研市场", "分析竞争对手", "撰写报告"]),
         ("先调研市场，再写报告", ["调研市场", "写报告"]),
+        ("先调研市场再写报告", ["调研市场", "写报告"]),  # "先…再…" with no comma
+        ("一、调研市场；二、写报告", ["调研市场", "写报告"]),
+        ("Research the market. Second, write a report.", ["Research the market", "write a report"]),
+        ("Research the market; once that is done, write a report", None),
+        ("Write a report on the market and have it proofread", None),  # the work on its result
+        ("写完报告后再检查一遍", ["写完报告", "检查一遍"]),
         ("分析数据并且写报告", ["分析数据", "写报告"]),
         ("1. Research the market 2. Analyze competitors 3. Write a plan", None),
     ],
@@ -248,9 +254,15 @@ def test_chains(request_text: str, tasks: list[str] | None) -> None:
     if tasks is not None:
         assert [s.task for s in plan.steps] == tasks
     else:
-        assert len(plan.steps) == 3
+        assert len(plan.steps) >= 2
     for previous, step in zip(plan.steps, plan.steps[1:], strict=False):
         assert step.depends_on == [previous.id]
+
+
+def test_a_step_checking_the_one_before_goes_to_another_worker() -> None:
+    """The coder writes and can review code, yet "then review it" is a second pair of eyes."""
+    plan = decompose("Implement the sorting function, then review it for bugs", WORKERS)
+    assert [s.worker for s in plan.steps] == ["coder", "critic"]
 
 
 def test_fallback_is_one_low_confidence_step() -> None:
@@ -511,3 +523,12 @@ def test_a_request_sharing_no_word_goes_by_meaning_when_it_is_clear() -> None:
     ]
     assert route("Where can I grab decent pho after midnight in Hanoi?", desk) == "concierge"
     assert route("xyzzy", desk, default="weather_bot") == "weather_bot"  # nothing to go by
+
+
+def test_an_acronym_plural_is_the_acronym() -> None:
+    """ "APIs" in a description meets "API" in a request ("analysis" stays "analysis")."""
+    workers = [
+        WorkerInfo("backend", "Writes code: APIs and scripts."),
+        WorkerInfo("reviewer", "Reviews pull requests."),
+    ]
+    assert route("Build an API for orders", workers) == "backend"

@@ -293,18 +293,29 @@ def _written_as(original: str, converted: str, items: list[str]) -> list[str]:
 
 # --- sequences -------------------------------------------------------------------------------
 _NUMBERED = re.compile(
-    r"(?:\bstep\s*(\d{1,2})\s*[:：.)]?|(?<![A-Za-z0-9.])(\d{1,2})\s*[.)、](?!\d))\s*", re.I
+    r"(?:\bstep\s*(\d{1,2})\s*[:：.)]?|(?<![A-Za-z0-9.])(\d{1,2})\s*[.)、](?!\d)"
+    r"|(?<![\u4e00-\u9fff])([一二三四五六七八九十])\s*[、.．]|([①-⑩]))\s*",
+    re.I,
 )
+_ZH_NUMERALS = "一二三四五六七八九十"
 _START = re.compile(
     r"\b(?:first(?:ly)?|to begin with)\b[,:]?\s*|首先[，,：:]?|^请?先|第一步[，,：:]?", re.I
 )
 _NEXT = re.compile(
-    r"[,;.]?\s*\b(?:and\s+)?(?:then|after\s+that|afterwards|finally|lastly)\b[,:]?\s*"
-    r"|[,;.]\s*next\b[,:]?\s*"
-    r"|[，,；;。]?\s*(?:然后|接着|随后|之后|跟住|最后|并且|第[二三四五六七八九十]步)[，,：:]?\s*"
-    r"|[，,；;]\s*再\s*",
+    r"[,;.]?\s*\b(?:and\s+)?(?:then|after\s+that|afterwards|finally|lastly|subsequently|"
+    r"after\s+which|once\s+(?:that|this|it)(?:\s+is|'s|\s+has\s+been)\s+(?:done|finished|"
+    r"complete|ready)|when\s+(?:(?:that|this|it)(?:'s|\s+is)\s+)?(?:done|finished|complete|ready)|"
+    r"followed\s+by)\b[,:]?\s*"
+    r"|[,;.]\s*(?:next|second(?:ly)?|third(?:ly)?|fourth(?:ly)?|fifth(?:ly)?)\b[,:]?\s*"
+    r"|[，,；;。]?\s*(?:然后|接着|接下来|紧接着|随后|之后|跟住|跟着|最后|并且|第[二三四五六七八九十]步)[，,：:]?\s*"
+    r"|[，,；;]\s*再\s*|(?<=[\u4e00-\u9fff])(?:以后|之后|后)再\s*"
+    # "... and have it reviewed", "..., and get them translated": the work done on the result
+    r"|[,;]?\s*\band\s+(?=(?:have|get)\s+(?:it|this|that|them|these|those)\s+[\w-]*(?:ed|en|read)\b)",
     re.I,
 )
+# "先A再B": after a first step that "先" opens, "再" (not "再次", "再见") starts the next one
+_ZH_FIRST = re.compile(r"^(?:请|帮我|麻烦)?(?:首先|先)")
+_ZH_THEN = re.compile(r"(?<=[\u4e00-\u9fffA-Za-z0-9])再(?![次见说一])")
 _MAX_PREFIX_CHARS = 40
 
 
@@ -318,6 +329,8 @@ def split_sequence(text: str) -> list[str]:
         return _written_as(text, converted, split_sequence(converted))
     parts = _split_numbered(text)
     if not parts:
+        if _ZH_FIRST.search(text):
+            text = _ZH_THEN.sub("，再", text)
         first_next = _NEXT.search(text)
         start = _START.search(text)
         if (
@@ -336,13 +349,13 @@ def split_sequence(text: str) -> list[str]:
 
 # "Fix the bug, write a test, then update the changelog": before a "then", the steps may be a
 # comma list, each starting with a verb of work.
-_WORK_VERBS = (
+WORK_VERBS = (  # verbs that ask for a kind of work ("summari[sz]e": a regex alternation)
     "add|analy[sz]e|book|build|calculate|check|choose|clean|collect|compare|compile|compute|"
     "convert|create|deploy|design|document|draft|edit|estimate|explain|extract|find|fix|format|"
     "gather|identify|implement|list|look|make|merge|outline|pick|plan|prepare|proofread|publish|"
     "rank|refactor|research|review|run|search|send|summari[sz]e|test|translate|update|verify|write"
 )
-_LISTED_STEP = re.compile(rf",\s*(?=(?:{_WORK_VERBS})\b)", re.I)
+_LISTED_STEP = re.compile(rf",\s*(?=(?:{WORK_VERBS})\b)", re.I)
 
 
 def _listed_steps(part: str) -> list[str]:
@@ -350,9 +363,18 @@ def _listed_steps(part: str) -> list[str]:
     return [p for p in pieces if p]
 
 
+def _number(match: re.Match[str]) -> int:
+    digits, zh, circled = match.group(1) or match.group(2), match.group(3), match.group(4)
+    if zh:
+        return _ZH_NUMERALS.index(zh) + 1
+    if circled:
+        return ord(circled) - ord("①") + 1
+    return int(digits)
+
+
 def _split_numbered(text: str) -> list[str]:
     matches = list(_NUMBERED.finditer(text))
-    numbers = [int(m.group(1) or m.group(2)) for m in matches]
+    numbers = [_number(m) for m in matches]
     if len(matches) < 2 or numbers != list(range(1, len(matches) + 1)):
         return []
     prefix = text[: matches[0].start()].strip()

@@ -57,7 +57,8 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
      "revenue", "margin", "breakeven", "payback", "roi", "growth", "trend", "statistics", "rate",
      "churn", "percent", "average", "median", "mean", "variance", "deviation", "probability",
      "odds", "percentage", "ratio", "chart", "plot", "graph", "visualize", "visualise", "metric",
-     "weigh", "downside", "drawback", "upside", "概率", "平均", "方差", "分析", "比较", "对比",
+     "weigh", "downside", "drawback", "upside", "prioritize", "prioritise", "rank", "概率",
+     "平均", "方差", "分析", "比较", "对比",
      "评估", "计算", "权衡", "算", "风险", "估算", "预测", "成本", "利润", "盈亏", "毛利", "增长",
      "趋势", "指标"),
     ("write", "summarize", "gist", "recap", "tldr", "summarise", "summary", "report", "draft",
@@ -139,6 +140,12 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:run|crunch)\s+(?:the\s+)?numbers\b", " calculate "),
         (r"\bjot\s+down\b|\bwrite\s+down\b", " write "),
         (r"\bdig\s+up\b|\blook\s+up\b|\bfind\s+out\b", " search "),
+        # "pull the figures", "pull up our data" fetches (a "pull request" is reviewed)
+        (
+            r"\bpull\s+(?:up\s+|in\s+|out\s+|down\s+)?(?=(?:the|our|my|your|their|some|all|"
+            r"last|latest|recent|current|these|those)\b)",
+            " gather ",
+        ),
         (r"\bwork\s+out\b|\bfigure\s+out\s+(?=how\s+much|the\b)", " calculate "),
         (r"\b(?:put|pull)\s+together\b|\bwrite\s+up\b|\bturn\s+(?=.*\binto\s+an?\b)", " write "),
         (r"\bbreak[- ]even\b", " breakeven "),
@@ -206,9 +213,15 @@ def _forms(token: str) -> set[str]:
     return forms
 
 
+# The plural of an acronym is the acronym ("APIs", "PRs", "URLs"): the stemmer, which keeps
+# "analysis" and "basis", cannot tell once words are lower-cased
+_ACRONYM_PLURAL = re.compile(r"\b([A-Z]{2,})s\b")
+
+
 def _ordered_terms(text: str) -> list[str]:
     """The words of ``text`` that can match: stems and CJK bigrams (with the verb of each agent
     noun), then the Chinese words of the synonym table found in it ("写", "落雨" → "雨")."""
+    text = _ACRONYM_PLURAL.sub(r"\1", text)
     terms = [form for token in tokenize(text) for form in _forms(token)]
     if has_cjk(text):
         plain = simplified(text)

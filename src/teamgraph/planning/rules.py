@@ -10,7 +10,7 @@ from teamgraph.planning.request_structure import Comparison, parse_comparison, s
 from teamgraph.planning.routing import WorkerInfo, route, routing, word_scores
 from teamgraph.planning.templates import Template, instantiate, ranked, shaped
 from teamgraph.prompts import split_worker_prompt
-from teamgraph.text import has_cjk, is_small_talk
+from teamgraph.text import has_cjk, is_small_talk, simplified
 
 COMPARISON_CONFIDENCE = 0.8
 SEQUENCE_CONFIDENCE = 0.7
@@ -189,15 +189,13 @@ def _chain_plan(
 ) -> Plan:
     glue = "；然后" if has_cjk(" ".join(parts)) else "; then "
     tasks = [glue.join(group) for group in _groups(parts, max_steps)]
-    steps = [
-        Step(
-            id=f"step_{i}",
-            worker=route(task, workers, default),
-            task=task,
-            depends_on=[f"step_{i - 1}"] if i > 1 else [],
-        )
-        for i, task in enumerate(tasks, start=1)
-    ]
+    steps: list[Step] = []
+    for i, task in enumerate(tasks, start=1):
+        worker = route(task, workers, default)
+        if steps and worker == steps[-1].worker and _CHECKS.search(simplified(task)):
+            worker = _another(task, workers, worker) or worker
+        depends = [f"step_{i - 1}"] if i > 1 else []
+        steps.append(Step(id=f"step_{i}", worker=worker, task=task, depends_on=depends))
     return Plan(
         name=f"Sequence of {len(steps)} steps",
         reasoning=f"Sequence rule matched: the request lists {len(parts)} ordered parts; "
@@ -205,6 +203,23 @@ def _chain_plan(
         confidence=SEQUENCE_CONFIDENCE,
         steps=steps,
     )
+
+
+# A step that checks the work of the step before ("then review it for bugs", "然后检查一下") is
+# done by another worker than the one who did that work, when another one can check it.
+_CHECKS = re.compile(
+    r"\b(?:review|check|critique|proofread|verify|audit|fact[- ]check|double[- ]check|"
+    r"sanity[- ]check|look\s+over|go\s+over|vet)\w*\b|审查|检查|校对|核对|审核|评审|核实|把关",
+    re.I,
+)
+
+
+def _another(task: str, workers: Sequence[WorkerInfo], worker: str) -> str | None:
+    """The worker, other than ``worker``, that ``task`` fits best, if a word of it fits one."""
+    others = [w for w in workers if w.name != worker]
+    if not others or not any(word_scores(task, others).values()):
+        return None
+    return routing(task, others, None).worker
 
 
 _TEXTS: dict[bool, dict[str, str]] = {  # keyed by "is the request Chinese"
