@@ -17,7 +17,8 @@ step; the time from the kill to the ``resumed`` event of the worker that took it
 default lease and heartbeat settings (``--takeovers`` times).
 
 Needs PostgreSQL (``--admin-url``, default the local server). Run ``python benchmarks/scale.py``
-(≈ 3 minutes) or ``--quick``.
+(≈ 4 minutes) or ``--quick``. The in-process layout also runs on SQLite, and the ratios R (CPU
+per run, distributed ÷ in-process) and P (runs/s, in-process PostgreSQL ÷ SQLite) are printed.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from server import (  # the benchmark next to this one
     write_team,
 )
 
+PROFILE = os.environ.get("SCALE_PROFILE_DIR", "")  # cProfile each spawned process into it
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 SLOW = """\
 name: slow
@@ -115,6 +117,9 @@ class Deployment:
     def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
         log = (self.root / f"{self.name}-{len(self.processes)}.log").open("ab")
         command = [sys.executable, "-m", "teamgraph", *args]
+        if PROFILE:  # cProfile of every process, written when it exits (SIGTERM: a clean exit)
+            out = Path(PROFILE) / f"{self.name}-{args[0]}-{len(self.processes)}.prof"
+            command[1:1] = ["-m", "cProfile", "-o", str(out)]
         process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.processes.append(process)
         return process
@@ -330,7 +335,7 @@ async def benchmark(args: argparse.Namespace) -> int:
             ("in-process pg", None, False),
             ("1 API + 1 worker", 1, False),
             ("1 API + 2 workers", 2, False),
-        ):
+        )[: 3 if args.no_second_worker else 4]:
             layout = await throughput(
                 args.admin_url, teams, root, workers, args, label, sqlite=sqlite
             )
@@ -389,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--takeovers", type=int, default=3)
+    parser.add_argument(
+        "--no-second-worker", action="store_true", help="Skip the 1 API + 2 workers layout."
+    )
     parser.add_argument(
         "--single", type=int, default=30, help="Runs by one client for the claim latency."
     )
