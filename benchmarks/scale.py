@@ -119,7 +119,16 @@ class Deployment:
         command = [sys.executable, "-m", "teamgraph", *args]
         if PROFILE:  # cProfile of every process, written when it exits (SIGTERM: a clean exit)
             out = Path(PROFILE) / f"{self.name}-{args[0]}-{len(self.processes)}.prof"
-            command[1:1] = ["-m", "cProfile", "-o", str(out)]
+            # uvicorn re-raises the SIGTERM it caught once it has shut down: a handler that
+            # exits lets cProfile write its file
+            code = (
+                "import cProfile, runpy, signal, sys\n"
+                "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+                f"sys.argv = ['teamgraph', *{list(args)!r}]\n"
+                'cProfile.run(\'runpy.run_module("teamgraph", run_name="__main__")\','
+                f" {str(out)!r})\n"
+            )
+            command = [sys.executable, "-c", code]
         process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.processes.append(process)
         return process
@@ -336,6 +345,8 @@ async def benchmark(args: argparse.Namespace) -> int:
             ("1 API + 1 worker", 1, False),
             ("1 API + 2 workers", 2, False),
         )[: 3 if args.no_second_worker else 4]:
+            if args.only and label not in args.only:
+                continue
             layout = await throughput(
                 args.admin_url, teams, root, workers, args, label, sqlite=sqlite
             )
@@ -360,6 +371,8 @@ async def benchmark(args: argparse.Namespace) -> int:
                     f" one client {_ms(layout.single)}",
                     flush=True,
                 )
+        if len(done) < 3:
+            return 0
         sqlite_ip, pg_ip = done["in-process sqlite"], done["in-process pg"]
         dist = done["1 API + 1 worker"]
         print(
@@ -394,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--takeovers", type=int, default=3)
+    parser.add_argument(
+        "--only", action="append", default=[], help="Only this layout (repeatable; no ratios)."
+    )
     parser.add_argument(
         "--no-second-worker", action="store_true", help="Skip the 1 API + 2 workers layout."
     )
