@@ -351,14 +351,15 @@ async def benchmark(args: argparse.Namespace) -> int:
                 args.admin_url, teams, root, workers, args, label, sqlite=sqlite
             )
             done[label] = layout
-            base = done["in-process pg"].rate if "in-process pg" in done else layout.rate
-            one = done["1 API + 1 worker"].rate if "1 API + 1 worker" in done else layout.rate
-            print(
-                f"{label:<18} runs_per_s {layout.rate:6.1f}"
-                f"  ×{layout.rate / base:.2f} in-process pg"
-                f"  ×{layout.rate / one:.2f} one worker",
-                flush=True,
-            )
+            ratios = [
+                f"  ×{layout.rate / done[other].rate:.2f} {short}"
+                for other, short in (
+                    ("in-process pg", "in-process pg"),
+                    ("1 API + 1 worker", "one worker"),
+                )
+                if other in done and workers is not None
+            ]
+            print(f"{label:<18} runs_per_s {layout.rate:6.1f}" + "".join(ratios), flush=True)
             split = ", ".join(f"{kind} {ms:.1f}" for kind, ms in layout.cpu.items() if ms)
             print(
                 f"{'':<18} cpu_ms_per_run {layout.cpu_ms:6.1f}  ({split})"
