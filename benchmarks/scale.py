@@ -17,7 +17,8 @@ step; the time from the kill to the ``resumed`` event of the worker that took it
 default lease and heartbeat settings (``--takeovers`` times).
 
 Needs PostgreSQL (``--admin-url``, default the local server). Run ``python benchmarks/scale.py``
-(≈ 3 minutes) or ``--quick``.
+(≈ 4 minutes) or ``--quick``. The in-process layout also runs on SQLite, and the ratios R (CPU
+per run, distributed ÷ in-process) and P (runs/s, in-process PostgreSQL ÷ SQLite) are printed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -47,6 +49,7 @@ from server import (  # the benchmark next to this one
     write_team,
 )
 
+PROFILE = os.environ.get("SCALE_PROFILE_DIR", "")  # cProfile each spawned process into it
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 SLOW = """\
 name: slow
@@ -61,13 +64,20 @@ members: [researcher, writer]
 class Deployment:
     """API processes and workers of one configuration on a database of their own."""
 
-    def __init__(self, admin: str, teams: Path, root: Path, **env: str) -> None:
-        self.admin, self.root = admin, root
+    def __init__(
+        self, admin: str, teams: Path, root: Path, sqlite: bool = False, **env: str
+    ) -> None:
+        self.admin, self.root, self.sqlite = admin, root, sqlite
         self.name = f"tg_bench_{uuid.uuid4().hex[:8]}"
         self.url = admin.rsplit("/", 1)[0] + "/" + self.name
+        if sqlite:
+            self.url = f"sqlite:///{root}/{self.name}.db"
         self.env = {
             **os.environ,
             "DATABASE_URL": self.url,
+            # small pools: the server's max_connections (100) is shared with other users
+            "TEAMGRAPH_DB_POOL_SIZE": "2",
+            "TEAMGRAPH_DB_MAX_OVERFLOW": "2",
             "TEAMGRAPH_TEAMS_DIRS": json.dumps([str(teams)]),
             "TEAMGRAPH_JWT_SECRET": uuid.uuid4().hex * 2,
             "TEAMGRAPH_KNOWLEDGE_PATH": str(root / f"{self.name}.knowledge.db"),
@@ -82,6 +92,8 @@ class Deployment:
     def __enter__(self) -> Deployment:
         import psycopg
 
+        if self.sqlite:
+            return self
         with psycopg.connect(self.admin, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{self.name}"')
         return self
@@ -97,12 +109,26 @@ class Deployment:
                 process.wait(timeout=40)
             except subprocess.TimeoutExpired:
                 process.kill()
+        if self.sqlite:
+            return
         with psycopg.connect(self.admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
     def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
         log = (self.root / f"{self.name}-{len(self.processes)}.log").open("ab")
         command = [sys.executable, "-m", "teamgraph", *args]
+        if PROFILE:  # cProfile of every process, written when it exits (SIGTERM: a clean exit)
+            out = Path(PROFILE) / f"{self.name}-{args[0]}-{len(self.processes)}.prof"
+            # uvicorn re-raises the SIGTERM it caught once it has shut down: a handler that
+            # exits lets cProfile write its file
+            code = (
+                "import cProfile, runpy, signal, sys\n"
+                "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+                f"sys.argv = ['teamgraph', *{list(args)!r}]\n"
+                'cProfile.run(\'runpy.run_module("teamgraph", run_name="__main__")\','
+                f" {str(out)!r})\n"
+            )
+            command = [sys.executable, "-c", code]
         process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.processes.append(process)
         return process
@@ -147,9 +173,9 @@ class Deployment:
             found = await cursor.fetchone()
             return int(found[0]) if found else 0
 
-    async def claim_latencies(self) -> list[float]:
+    async def claim_latencies(self, run_ids: list[str] | None = None) -> list[float]:
         """Ms from each run's row (its ``created_at``, set by the API) to its ``run_started``
-        event (its ``ts``, set by the worker when it emits it)."""
+        event (its ``ts``, set by the worker when it emits it); of ``run_ids`` when given."""
         import psycopg
 
         query = (
@@ -158,8 +184,19 @@ class Deployment:
             " JOIN events e ON e.run_id = r.id AND e.type = 'run_started'"
         )
         async with await psycopg.AsyncConnection.connect(self.url) as conn:
-            rows = await (await conn.execute(query)).fetchall()
+            if run_ids is None:
+                rows = await (await conn.execute(query)).fetchall()
+            else:
+                query += " WHERE r.id = ANY(%s)"
+                rows = await (await conn.execute(query, (run_ids,))).fetchall()
         return [float(row[0]) for row in rows]
+
+    async def run_ids(self) -> set[str]:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self.url) as conn:
+            rows = await (await conn.execute("SELECT id FROM runs")).fetchall()
+        return {str(row[0]) for row in rows}
 
     def holder(self, run_id: str) -> int:
         import psycopg
@@ -172,6 +209,8 @@ class Deployment:
         """The PostgreSQL server processes connected to this deployment's database."""
         import psycopg
 
+        if self.sqlite:
+            return []
         with psycopg.connect(self.admin, autocommit=True) as conn:
             rows = conn.execute(
                 "SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.name,)
@@ -197,11 +236,31 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+@dataclass
+class Layout:
+    label: str
+    rate: float  # runs/s
+    claims: list[float]  # ms, under ``--concurrency`` clients
+    single: list[float]  # ms, one client at a time
+    cpu: dict[str, float]  # CPU ms per run by process kind
+
+    @property
+    def cpu_ms(self) -> float:
+        return sum(self.cpu.values())
+
+
 async def throughput(
-    admin: str, teams: Path, root: Path, workers: int | None, args: argparse.Namespace
-) -> tuple[float, list[float], dict[str, float]]:
-    """Runs/s, claim latencies (ms) and CPU ms per run by process kind."""
-    with Deployment(admin, teams, root) as deployment:
+    admin: str,
+    teams: Path,
+    root: Path,
+    workers: int | None,
+    args: argparse.Namespace,
+    label: str,
+    sqlite: bool = False,
+) -> Layout:
+    """Runs/s, claim latencies (ms; under load and at one client) and CPU ms per run by
+    process kind."""
+    with Deployment(admin, teams, root, sqlite=sqlite) as deployment:
         deployment.serve(workers)
         await deployment.ready()
         limits = httpx.Limits(max_connections=args.concurrency * 2 + 10)
@@ -210,9 +269,18 @@ async def throughput(
             before = deployment.cpu()
             rate = await server_throughput(api, args.runs, args.concurrency)
             after = deployment.cpu()
-        claims = await deployment.claim_latencies() if workers is not None else []
+            claims: list[float] = []
+            single: list[float] = []
+            if workers is not None:
+                claims = await deployment.claim_latencies()
+                singles = []
+                for _ in range(args.single):  # one client: nothing queued behind other runs
+                    run_id = await api.start(await api.session())
+                    await api.follow(run_id)
+                    singles.append(run_id)
+                single = await deployment.claim_latencies(singles)
     used = {kind: (after[kind] - before.get(kind, 0.0)) * 1000 / args.runs for kind in after}
-    return rate, claims, used
+    return Layout(label, rate, claims, single, used)
 
 
 async def takeover(admin: str, teams: Path, root: Path, times: int) -> list[float]:
@@ -270,23 +338,60 @@ async def benchmark(args: argparse.Namespace) -> int:
         root = Path(tmp)
         teams = write_team(root)
         (teams / "slow.yaml").write_text(SLOW)
-        rates: dict[str, float] = {}
-        for label, workers in (
-            ("in-process", None),
-            ("1 API + 1 worker", 1),
-            ("1 API + 2 workers", 2),
-        ):
-            rate, claims, cpu = await throughput(args.admin_url, teams, root, workers, args)
-            rates[label] = rate
-            base = rates["in-process"]
-            one = rates.get("1 API + 1 worker", rate)
+        done: dict[str, Layout] = {}
+        for label, workers, sqlite in (
+            ("in-process sqlite", None, True),
+            ("in-process pg", None, False),
+            ("1 API + 1 worker", 1, False),
+            ("1 API + 2 workers", 2, False),
+        )[: 3 if args.no_second_worker else 4]:
+            if args.only and label not in args.only:
+                continue
+            layout = await throughput(
+                args.admin_url, teams, root, workers, args, label, sqlite=sqlite
+            )
+            done[label] = layout
+            ratios = [
+                f"  ×{layout.rate / done[other].rate:.2f} {short}"
+                for other, short in (
+                    ("in-process pg", "in-process pg"),
+                    ("1 API + 1 worker", "one worker"),
+                )
+                if other in done and workers is not None
+            ]
+            print(f"{label:<18} runs_per_s {layout.rate:6.1f}" + "".join(ratios), flush=True)
+            split = ", ".join(f"{kind} {ms:.1f}" for kind, ms in layout.cpu.items() if ms)
             print(
-                f"{label:<18} runs_per_s {rate:6.1f}  ×{rate / base:.2f} in-process"
-                f"  ×{rate / one:.2f} one worker  claim {_ms(claims)}",
+                f"{'':<18} cpu_ms_per_run {layout.cpu_ms:6.1f}  ({split})"
+                f"  runs_per_cpu_s {1000 / layout.cpu_ms:5.1f}",
                 flush=True,
             )
-            split = ", ".join(f"{kind} {ms:.1f}" for kind, ms in cpu.items() if ms)
-            print(f"{'':<18} cpu_ms_per_run {sum(cpu.values()):6.1f}  ({split})", flush=True)
+            if workers is not None:
+                print(
+                    f"{'':<18} claim under {args.concurrency} clients {_ms(layout.claims)};"
+                    f" one client {_ms(layout.single)}",
+                    flush=True,
+                )
+        if len(done) < 3:
+            return 0
+        sqlite_ip, pg_ip = done["in-process sqlite"], done["in-process pg"]
+        dist = done["1 API + 1 worker"]
+        print(
+            f"distributed/in-process ratio R {dist.cpu_ms / sqlite_ip.cpu_ms:.2f}"
+            f"  (CPU per run, 1 API + 1 worker on PostgreSQL / in-process on SQLite;"
+            f" / in-process on PostgreSQL {dist.cpu_ms / pg_ip.cpu_ms:.2f}; target ≤ 3)",
+            flush=True,
+        )
+        print(
+            f"postgres/sqlite runs/s ratio P {pg_ip.rate / sqlite_ip.rate:.2f}"
+            f"  (in-process; target ≥ 0.7)",
+            flush=True,
+        )
+        print(
+            f"runs per CPU-second distributed/in-process pg"
+            f" {pg_ip.cpu_ms / dist.cpu_ms:.2f} (target ≥ 0.8)",
+            flush=True,
+        )
         if args.throughput_only:
             return 0
         took = await takeover(args.admin_url, teams, root, args.takeovers)
@@ -303,6 +408,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--takeovers", type=int, default=3)
+    parser.add_argument(
+        "--only", action="append", default=[], help="Only this layout (repeatable; no ratios)."
+    )
+    parser.add_argument(
+        "--no-second-worker", action="store_true", help="Skip the 1 API + 2 workers layout."
+    )
+    parser.add_argument(
+        "--single", type=int, default=30, help="Runs by one client for the claim latency."
+    )
     parser.add_argument("--admin-url", default=ADMIN, help="A PostgreSQL database to create from.")
     parser.add_argument("--quick", action="store_true", help="A smoke run: few runs, one kill.")
     parser.add_argument(
@@ -310,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.runs, args.concurrency, args.takeovers = 40, 8, 1
+        args.runs, args.concurrency, args.takeovers, args.single = 40, 8, 1, 10
     try:
         return asyncio.run(benchmark(args))
     except BenchmarkError as exc:
