@@ -253,8 +253,7 @@ class KnowledgeBase:
         with self._connect() as conn:
             meaning = None
             if embedder is not None and mode == "hybrid":  # both legs at once, on two cores
-                legs = _vector_legs()
-                meaning = legs.submit(self._nearest_apart, embedder, query, collections, pool)
+                meaning = _LEGS.submit(self._nearest_apart, embedder, query, collections, pool)
             keyword = [] if mode == "vector" else self._keyword(conn, phrases, collections, pool)
             if meaning is not None:
                 nearest = meaning.result()
@@ -471,19 +470,18 @@ class KnowledgeBase:
         conn.close()
 
 
-# The vector leg of a hybrid search runs on a pool of threads while the keyword leg runs on the
-# caller's thread: SQLite's FTS5 and numpy both release the GIL, so the two overlap on two cores.
-# The pool is made on first use in each process (a forked child has none of its parent's threads).
-# Not with os.register_at_fork: uvloop runs those hooks in the child it forks to exec a
-# subprocess, where making a pool crashed the child (seen as "Fatal Python error: Aborted").
-_legs: tuple[int, ThreadPoolExecutor] | None = None
+# The vector leg of a hybrid search runs on this pool while the keyword leg runs on the caller's
+# thread: SQLite's FTS5 and numpy both release the GIL, so the two overlap on two cores.
+_LEGS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="knowledge-vector")
 
 
-def _vector_legs() -> ThreadPoolExecutor:
-    global _legs
-    if _legs is None or _legs[0] != os.getpid():
-        _legs = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="knowledge"))
-    return _legs[1]
+def _fresh_legs() -> None:
+    """A forked child gets a pool of its own (the parent's threads do not exist in it)."""
+    global _LEGS
+    _LEGS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="knowledge-vector")
+
+
+os.register_at_fork(after_in_child=_fresh_legs)
 
 
 @dataclass(frozen=True)
