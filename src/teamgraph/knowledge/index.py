@@ -40,7 +40,6 @@ import errno
 import hashlib
 import logging
 import math
-import os
 import sqlite3
 import threading
 import uuid
@@ -473,15 +472,6 @@ class KnowledgeBase:
 # The vector leg of a hybrid search runs on this pool while the keyword leg runs on the caller's
 # thread: SQLite's FTS5 and numpy both release the GIL, so the two overlap on two cores.
 _LEGS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="knowledge-vector")
-
-
-def _fresh_legs() -> None:
-    """A forked child gets a pool of its own (the parent's threads do not exist in it)."""
-    global _LEGS
-    _LEGS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="knowledge-vector")
-
-
-os.register_at_fork(after_in_child=_fresh_legs)
 
 
 @dataclass(frozen=True)
