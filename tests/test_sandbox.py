@@ -16,7 +16,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -438,8 +438,8 @@ async def test_python_tool_returns_the_refusal(missing_bwrap: None) -> None:
 def test_the_sandbox_runs_and_refuses_alike_on_uvloop(
     isolation: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """``teamgraph serve`` runs on uvloop (uvicorn picks it), where a ``preexec_fn``'s report
-    cannot reach the child's stderr pipe: the refusal still says what failed."""
+    """``teamgraph serve`` runs on uvloop (uvicorn picks it): the sandbox runs there, and a
+    launcher that cannot prepare the process is refused with what failed."""
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         result = runner.run(Sandbox().run("print('hi')\n6 * 7"))
         assert (result.stdout, result.value) == ("hi\n", "42")
@@ -450,3 +450,32 @@ def test_the_sandbox_runs_and_refuses_alike_on_uvloop(
         with pytest.raises(SandboxUnavailable, match="preparing the process failed"):
             runner.run(Sandbox().run(f"open({str(marker)!r}, 'w')"))
     assert not exists(marker)
+
+
+@pytest.mark.parametrize("loop_factory", [asyncio.new_event_loop, uvloop.new_event_loop])
+def test_no_python_runs_in_the_forked_copy_of_the_server(
+    isolation: None, tmp_path: Path, loop_factory: Callable[[], asyncio.AbstractEventLoop]
+) -> None:
+    """A server has threads; Python run between ``fork`` and ``exec`` in a copy of it can die
+    before the sandbox starts ('Fatal Python error: Aborted'). The launcher runs in a fresh
+    interpreter instead: no after-fork hook of the server's runs in its children."""
+    forked = tmp_path / "forked"
+    _FORK_WATCH[:] = [str(forked)]
+    try:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            result = runner.run(Sandbox().run("print('hi')"))
+    finally:
+        _FORK_WATCH.clear()
+    assert result.stdout == "hi\n"
+    assert not exists(forked)
+
+
+_FORK_WATCH: list[str] = []
+
+
+def _after_fork_in_child() -> None:
+    if _FORK_WATCH:
+        open(_FORK_WATCH[0], "w").close()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

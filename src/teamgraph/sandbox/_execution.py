@@ -15,8 +15,9 @@ from pathlib import Path
 
 from teamgraph.errors import SandboxUnavailable
 from teamgraph.sandbox._channel import Messages, OutputCapture, Tool, pipe_reader
-from teamgraph.sandbox._host import HostSetup, make_preexec
+from teamgraph.sandbox._host import HostSetup, launch_command
 from teamgraph.sandbox._process import kill_pid1, signal_name, stop, wait
+from teamgraph.sandbox._spawn import ChildProcess, spawn
 from teamgraph.sandbox.bwrap import bwrap_command, child_path, start_failure
 from teamgraph.sandbox.exec_result import ExecResult
 from teamgraph.sandbox.limits import SandboxLimits
@@ -73,9 +74,8 @@ class Execution:
                 await stop(proc)
 
     async def _supervise(
-        self, proc: asyncio.subprocess.Process, read_fd: int, code: str, tools: Mapping[str, Tool]
+        self, proc: ChildProcess, read_fd: int, code: str, tools: Mapping[str, Tool]
     ) -> ExecResult:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         reader = await pipe_reader(read_fd, 8 * self.limits.max_output_bytes + 2**20)
         capture = OutputCapture(self.limits.max_output_bytes)
         messages = Messages(reader, proc.stdin, tools, halt=lambda: kill_pid1(proc.pid))
@@ -96,20 +96,11 @@ class Execution:
             raise messages.signal
         return self._result(messages, capture, proc.returncode, timed_out)
 
-    async def _spawn(self, message_fd: int, files: dict[str, int]) -> asyncio.subprocess.Process:
+    async def _spawn(self, message_fd: int, files: dict[str, int]) -> ChildProcess:
         main = child_path(CHILD_FILES[0])
         command = bwrap_command(self.bwrap, self.limits, files, main, str(message_fd))
         try:
-            return await asyncio.create_subprocess_exec(
-                *command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=(message_fd, *files.values()),
-                preexec_fn=make_preexec(self.setup),
-                start_new_session=True,
-                cwd="/",
-            )
+            return await spawn(launch_command(self.setup, command), (message_fd, *files.values()))
         except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxUnavailable(f"cannot start bubblewrap ({self.bwrap}): {exc}") from exc
 

@@ -1,4 +1,9 @@
-"""What the sandbox's first process does between ``fork`` and ``exec bwrap`` (``preexec_fn``).
+"""What the sandbox's first process does before it becomes ``bwrap``: the launcher.
+
+The launcher is this file run as a script by a fresh interpreter (``python -I -S _host.py SETUP
+bwrap ...``): it prepares the process, then ``exec``s bubblewrap. No Python runs between ``fork``
+and ``exec`` in the server (a ``preexec_fn`` does, and in a process with other threads — a server
+always has some — the forked copy can die before it starts: ``Fatal Python error: Aborted``).
 
 When teamgraph runs as root, the sandbox must not: the kernel never applies ``RLIMIT_NPROC`` to
 host root, and an escape would land as root. So the process switches to ``SANDBOX_UID`` (uid and
@@ -14,14 +19,16 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import os
 import resource
 import stat
-from collections.abc import Callable
-from dataclasses import dataclass
+import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NoReturn
 
-PREEXEC_FAILED = 126
+LAUNCH_FAILED = 126
 _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 0x40000
 
@@ -41,10 +48,7 @@ def host_setup(prefix: str, uid: int, rlimits: list[tuple[int, tuple[int, int]]]
     """The setup for this process: switch to ``uid`` only when running as root."""
     if os.geteuid() != 0:
         return HostSetup(None, prefix, None, rlimits)
-    hidden = closed_ancestor(prefix)
-    if hidden is not None:
-        _libc()  # load it before fork, not in the child
-    return HostSetup(uid, prefix, hidden, rlimits)
+    return HostSetup(uid, prefix, closed_ancestor(prefix), rlimits)
 
 
 def closed_ancestor(path: str) -> str | None:
@@ -55,25 +59,42 @@ def closed_ancestor(path: str) -> str | None:
     return None
 
 
-def make_preexec(setup: HostSetup) -> Callable[[], None]:
-    """The ``preexec_fn``; on failure it reports on stderr and exits ``PREEXEC_FAILED`` (the parent
-    then sees a sandbox that never started and refuses to run the code)."""
+def launch_command(setup: HostSetup, command: list[str]) -> list[str]:
+    """The command line that prepares a fresh process as ``setup`` says, then runs ``command``.
+    On failure the launcher reports on its stderr and exits ``LAUNCH_FAILED`` (the parent then
+    sees a sandbox that never started and refuses to run the code)."""
+    return [sys.executable, "-I", "-S", __file__, json.dumps(asdict(setup)), *command]
 
-    def preexec() -> None:
-        try:
-            if setup.hidden is not None:
-                _reveal(setup.prefix, setup.hidden)
-            if setup.uid is not None:
-                os.setgroups([])
-                os.setresgid(setup.uid, setup.uid, setup.uid)
-                os.setresuid(setup.uid, setup.uid, setup.uid)
-            for which, values in setup.rlimits:
-                resource.setrlimit(which, values)
-        except BaseException as exc:
-            os.write(2, f"teamgraph sandbox: preparing the process failed: {exc}\n".encode())
-            os._exit(PREEXEC_FAILED)
 
-    return preexec
+def _launch(argv: list[str]) -> None:
+    """The launcher's body: prepare, then ``exec`` the command (never returns)."""
+    fields = json.loads(argv[0])
+    rlimits = [(which, (soft, hard)) for which, (soft, hard) in fields.pop("rlimits")]
+    setup = HostSetup(**fields, rlimits=rlimits)
+    try:
+        _prepare(setup)
+    except BaseException as exc:
+        _fail(f"preparing the process failed: {exc}")
+    try:
+        os.execv(argv[1], argv[1:])
+    except OSError as exc:
+        _fail(f"cannot run {argv[1]}: {exc}")
+
+
+def _fail(message: str) -> NoReturn:
+    os.write(2, f"teamgraph sandbox: {message}\n".encode())
+    os._exit(LAUNCH_FAILED)
+
+
+def _prepare(setup: HostSetup) -> None:
+    if setup.hidden is not None:
+        _reveal(setup.prefix, setup.hidden)
+    if setup.uid is not None:
+        os.setgroups([])
+        os.setresgid(setup.uid, setup.uid, setup.uid)
+        os.setresuid(setup.uid, setup.uid, setup.uid)
+    for which, values in setup.rlimits:
+        resource.setrlimit(which, values)
 
 
 def _reveal(prefix: str, hidden: str) -> None:
@@ -111,3 +132,7 @@ def _check(result: int, what: str) -> None:
     if result != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+if __name__ == "__main__":
+    _launch(sys.argv[1:])

@@ -7,11 +7,15 @@ import contextlib
 import os
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from teamgraph.sandbox._spawn import ChildProcess
 
 STOP_GRACE_S = 2.0  # after SIGKILL to its PID 1, how long bwrap may take to exit
 
 
-async def wait(proc: asyncio.subprocess.Process, seconds: float) -> bool:
+async def wait(proc: ChildProcess, seconds: float) -> bool:
     """Wait for the sandbox to end; ``True`` when it had to be killed at the wall-clock limit."""
     try:
         await asyncio.wait_for(proc.wait(), seconds)
@@ -21,7 +25,7 @@ async def wait(proc: asyncio.subprocess.Process, seconds: float) -> bool:
         return True
 
 
-async def stop(proc: asyncio.subprocess.Process) -> None:
+async def stop(proc: ChildProcess) -> None:
     """SIGKILL the sandbox's PID 1: the kernel kills the rest of its PID namespace, and bwrap
     reaps it and exits. Failing that, SIGKILL bwrap (``--die-with-parent`` takes PID 1 along)."""
     kill_pid1(proc.pid)

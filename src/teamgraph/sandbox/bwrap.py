@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from teamgraph.errors import SandboxUnavailable
-from teamgraph.sandbox._host import PREEXEC_FAILED
 from teamgraph.sandbox.limits import MIB, SandboxLimits
 
 BWRAP = "bwrap"
@@ -158,12 +157,11 @@ def _is_under(path: str, root: str) -> bool:
 
 
 def start_failure(stderr: str, returncode: int | None = None) -> SandboxUnavailable:
-    """The refusal when the sandbox did not get as far as running the code. (Under uvloop the
-    ``preexec_fn`` runs before stderr is redirected: its report then reaches only the server's
-    own stderr, and the exit status says what happened.)"""
+    """The refusal when the sandbox did not get as far as running the code: what bubblewrap or
+    the launcher said, else how the process ended."""
     detail = stderr.strip()[-2000:]
-    if not detail and returncode == PREEXEC_FAILED:
-        detail = f"preparing the process failed (exit status {returncode}; see the server's log)"
-    detail = detail or "no error output"
+    if not detail:
+        status = "" if returncode is None else f", exit status {returncode}"
+        detail = f"no error output{status}"
     hint = NAMESPACE_HINT if detail.startswith("bwrap:") else ""
     return SandboxUnavailable(f"the sandbox could not start ({detail}){hint}")

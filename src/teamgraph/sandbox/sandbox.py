@@ -14,7 +14,7 @@ from teamgraph.errors import SandboxUnavailable
 from teamgraph.sandbox import bwrap as _bwrap
 from teamgraph.sandbox._channel import Tool
 from teamgraph.sandbox._execution import Execution
-from teamgraph.sandbox._host import HostSetup, host_setup, make_preexec
+from teamgraph.sandbox._host import HostSetup, host_setup, launch_command
 from teamgraph.sandbox.exec_result import ExecResult
 from teamgraph.sandbox.limits import SandboxLimits, process_rlimits
 
@@ -43,10 +43,9 @@ class Sandbox:
         command = _bwrap.bwrap_command(bwrap, limits, {}, "-c", PROBE)
         try:
             done = subprocess.run(
-                command,
+                launch_command(_setup(limits), command),
                 capture_output=True,
                 timeout=PROBE_TIMEOUT_S,
-                preexec_fn=make_preexec(_setup(limits)),
                 start_new_session=True,
                 cwd="/",
                 check=False,
@@ -54,7 +53,7 @@ class Sandbox:
         except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxUnavailable(f"cannot run bubblewrap ({bwrap}): {exc}") from exc
         if done.stdout != b"sandbox-ok":
-            raise _bwrap.start_failure(done.stderr.decode("utf-8", "replace"))
+            raise _bwrap.start_failure(done.stderr.decode("utf-8", "replace"), done.returncode)
 
     async def run(self, code: str, tools: Mapping[str, Tool] | None = None) -> ExecResult:
         """Run ``code``; see ``ExecResult`` for what comes back. Raises ``SandboxUnavailable`` (and
