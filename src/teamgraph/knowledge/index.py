@@ -40,10 +40,12 @@ import errno
 import hashlib
 import logging
 import math
+import os
 import sqlite3
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -249,8 +251,16 @@ class KnowledgeBase:
         embedder = None if mode == "keyword" else self.embedder(model)
         pool = max(k * _CANDIDATES, POOL)
         with self._connect() as conn:
+            meaning = None
+            if embedder is not None and mode == "hybrid":  # both legs at once, on two cores
+                meaning = _legs().submit(self._nearest_apart, embedder, query, collections, pool)
             keyword = [] if mode == "vector" else self._keyword(conn, phrases, collections, pool)
-            nearest = self._nearest(conn, embedder, query, collections, pool) if embedder else []
+            if meaning is not None:
+                nearest = meaning.result()
+            elif embedder is not None:
+                nearest = self._nearest(conn, embedder, query, collections, pool)
+            else:
+                nearest = []
             ranked = _ranked(query, keyword, nearest, mode)
             rows = _rows(conn, ranked, keyword)
         best = _spread(rows, k) if mode == "keyword" or not nearest else rows[:k]
@@ -315,6 +325,13 @@ class KnowledgeBase:
     def embedder(self, model: str | None = None) -> Embedder | None:
         """The embedder of ``model`` (unset: the ``embedding_model`` setting); ``None``: none."""
         return embeddings.embedder(model, self.settings)
+
+    def _nearest_apart(
+        self, embedder: Embedder, query: str, scope: Sequence[str], n: int
+    ) -> list[tuple[int, float]]:
+        """:meth:`_nearest` on a connection of its own (it runs beside the keyword leg)."""
+        with self._connect() as conn:
+            return self._nearest(conn, embedder, query, scope, n)
 
     def _nearest(
         self,
@@ -451,6 +468,22 @@ class KnowledgeBase:
                 self._idle.append(conn)
                 return
         conn.close()
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _legs() -> ThreadPoolExecutor:
+    """The pool the vector leg of a hybrid search runs on while the keyword leg runs on the
+    caller's thread (SQLite's FTS5 and numpy both release the GIL: the two overlap on two cores).
+    One per process: a forked copy has none of its parent's threads."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            legs = ThreadPoolExecutor(max_workers=4, thread_name_prefix="knowledge")
+            _pool = (os.getpid(), legs)
+        return _pool[1]
 
 
 @dataclass(frozen=True)
