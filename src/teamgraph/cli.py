@@ -72,6 +72,36 @@ CollectionOption = Annotated[
 SharedOption = Annotated[
     bool, typer.Option("--shared", help="The shared collection: every team's runs search it.")
 ]
+RunTeamOption = Annotated[
+    str,
+    typer.Option(
+        "--team",
+        "-t",
+        help="Team YAML file, or the name of a team (research, assistant, helpdesk, …).",
+    ),
+]
+TemplateOption = Annotated[str | None, typer.Option(help="Workflow template to plan with.")]
+ThreadOption = Annotated[str | None, typer.Option(help="Thread id (continue a conversation).")]
+RunEventsOption = Annotated[
+    str, typer.Option(help="Output: 'table' (live) or 'jsonl' (one event per line).")
+]
+RunNoInputOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-input", help="Never prompt: a paused run exits (code 4), resumable with `resume`."
+    ),
+]
+RecordOption = Annotated[
+    Path | None,
+    typer.Option(help="Write every model request and reply and tool result to this file."),
+]
+ReplayOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Answer model calls and tools from a --record file (no network, no key); "
+        "a request the recording lacks fails the run with a diff."
+    ),
+]
 DEFAULT_COLLECTION = "default"
 _used: dict[str, str] = {}  # the database URL the command uses, for the error line
 
@@ -193,50 +223,19 @@ def _team_name(value: str, settings: Settings) -> str:
 @app.command()
 def run(
     request: Annotated[str, typer.Argument(help="What the team should do.")],
-    team: Annotated[
-        str,
-        typer.Option(
-            "--team",
-            "-t",
-            help="Team YAML file, or the name of a team (research, assistant, helpdesk, …).",
-        ),
-    ] = "research",
-    template: Annotated[str | None, typer.Option(help="Workflow template to plan with.")] = None,
-    thread: Annotated[str | None, typer.Option(help="Thread id (continue a conversation).")] = None,
-    events: Annotated[
-        str, typer.Option(help="Output: 'table' (live) or 'jsonl' (one event per line).")
-    ] = "table",
+    team: RunTeamOption = "research",
+    template: TemplateOption = None,
+    thread: ThreadOption = None,
+    events: RunEventsOption = "table",
     db: DbOption = None,
-    no_input: Annotated[
-        bool,
-        typer.Option(
-            "--no-input", help="Never prompt: a paused run exits (code 4), resumable with `resume`."
-        ),
-    ] = False,
-    record: Annotated[
-        Path | None,
-        typer.Option(help="Write every model request and reply and tool result to this file."),
-    ] = None,
-    replay: Annotated[
-        Path | None,
-        typer.Option(
-            help="Answer model calls and tools from a --record file (no network, no key); "
-            "a request the recording lacks fails the run with a diff."
-        ),
-    ] = None,
+    no_input: RunNoInputOption = False,
+    record: RecordOption = None,
+    replay: ReplayOption = None,
 ) -> None:
     """Run a team on a request, showing a live table of steps and the final report."""
     settings = _settings(db)
     try:
-        if record is not None and replay is not None:
-            raise UsageError("--record and --replay: choose one")
-        if replay is not None and not replay.is_file():
-            raise UsageError(f"--replay {replay}: no such recording")
-        if not request.strip():
-            raise UsageError("the request is empty: say what the team should do")
-        spec_team = _team(team, settings)
-        if template is not None:
-            _check_template(spec_team, template)
+        spec_team = _team_to_run(settings, request, team, template, record, replay)
     except TeamgraphError as exc:
         raise _fail(exc) from None
 
@@ -248,6 +247,28 @@ def run(
             yield event
 
     raise typer.Exit(_drive(spec_team, source, events, interactive=not no_input))
+
+
+def _team_to_run(
+    settings: Settings,
+    request: str,
+    team: str,
+    template: str | None,
+    record: Path | None,
+    replay: Path | None,
+) -> Team:
+    """The team ``run`` runs, once its arguments are checked (:class:`UsageError` naming the
+    wrong one, before anything is stored)."""
+    if record is not None and replay is not None:
+        raise UsageError("--record and --replay: choose one")
+    if replay is not None and not replay.is_file():
+        raise UsageError(f"--replay {replay}: no such recording")
+    if not request.strip():
+        raise UsageError("the request is empty: say what the team should do")
+    spec_team = _team(team, settings)
+    if template is not None:
+        _check_template(spec_team, template)
+    return spec_team
 
 
 @app.command()

@@ -283,13 +283,36 @@ async def _retrying(
     try:
         return await call()
     except Exception as exc:
-        failed: list[BaseException] = [exc]  # tenacity's first attempt is this one
-    policy = scope.retry
+        first: BaseException = exc  # retried below, outside this handler (no chained context)
+    retrying = _retry_policy(scope, caller)
+    try:
+        return await retrying(_failed_once(first, call))
+    except Exception as exc:
+        failure = translate(exc, caller.model_name, retrying.statistics.get("attempt_number", 1))
+        if failure is exc:
+            raise
+        raise failure from exc
+
+
+def _failed_once(
+    error: BaseException, call: Callable[[], Awaitable[T]]
+) -> Callable[[], Awaitable[T]]:
+    """``call`` whose first attempt is the one made already: it raises ``error`` again (so
+    tenacity counts it as its first attempt), then calls for real."""
+    failed = [error]
 
     async def again() -> T:
         if failed:
             raise failed.pop()
         return await call()
+
+    return again
+
+
+def _retry_policy(scope: CallScope, caller: Caller) -> AsyncRetrying:
+    """Tenacity's retrying of the caller's transient errors, as the run's retry options say
+    (:func:`_delay`), each retry announced as a ``model_retry`` event."""
+    policy = scope.retry
 
     def wait(state: RetryCallState) -> float:
         return _delay(_error(state), policy, state.attempt_number) or 0.0
@@ -297,33 +320,28 @@ async def _retrying(
     def stop(state: RetryCallState) -> bool:
         return _delay(_error(state), policy, state.attempt_number) is None
 
-    def announce(state: RetryCallState) -> None:
-        error = _error(state)
-        scope.emit(
-            ModelRetry,
-            caller.agent,
-            agent=caller.agent,
-            model=caller.model_name,
-            attempt=state.attempt_number,
-            delay_s=round(state.upcoming_sleep, 3),
-            error=redact(f"{type(error).__name__}: {error}")[:500],
-            step_id=caller.step_id,
-        )
-
-    retrying = AsyncRetrying(
+    return AsyncRetrying(
         retry=retry_if_exception(is_transient),
         stop=stop,
         wait=wait,
-        before_sleep=announce,
+        before_sleep=partial(_announce_retry, scope, caller),
         reraise=True,
     )
-    try:
-        return await retrying(again)
-    except Exception as exc:
-        failure = translate(exc, caller.model_name, retrying.statistics.get("attempt_number", 1))
-        if failure is exc:
-            raise
-        raise failure from exc
+
+
+def _announce_retry(scope: CallScope, caller: Caller, state: RetryCallState) -> None:
+    """A ``model_retry`` event: which attempt failed, how, and how long until the next."""
+    error = _error(state)
+    scope.emit(
+        ModelRetry,
+        caller.agent,
+        agent=caller.agent,
+        model=caller.model_name,
+        attempt=state.attempt_number,
+        delay_s=round(state.upcoming_sleep, 3),
+        error=redact(f"{type(error).__name__}: {error}")[:500],
+        step_id=caller.step_id,
+    )
 
 
 def _error(state: RetryCallState) -> BaseException:

@@ -12,6 +12,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing, nullcontext, suppress
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
@@ -58,6 +59,20 @@ from teamgraph.storage.outages import is_outage, stopped, until_reachable
 from teamgraph.storage.run_store import ROW_RESERVE, SeqBlock
 from teamgraph.tools.mcp_client import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
+
+
+@dataclass
+class _Execution:
+    """One execution of a run, prepared and announced: what :meth:`Runner._drive` runs and
+    streams, and, once its stream has ended, the ``outcome`` the run finished with (``None``
+    when it paused, failed or was cancelled)."""
+
+    graph_input: Any  # a new run's input, or what resumes the thread
+    ctx: RunContext
+    queue: asyncio.Queue[BaseEvent | None]  # the run's events, then ``None`` once it stops
+    log: EventLog
+    begin: Callable[[], Awaitable[None]]  # inside the run, before the graph executes
+    outcome: Outcome | None = None
 
 
 def check_request(request: str) -> None:
@@ -122,10 +137,10 @@ class Runner:
         ``log``: where the run's events are kept for other readers while they are stored (the
         server's); by default a log of its own."""
         cassette = _cassette(record, replay)
-        started = self._start(
-            request, thread_id, run_id, template, plan, user_id, accepted, cassette, log=log
+        execution = await self._start(
+            request, thread_id, run_id, template, plan, user_id, accepted, cassette, log
         )
-        async with aclosing(started) as events:
+        async with aclosing(self._drive(execution)) as events:
             async for event in events:  # closing this stream stops the run, at once
                 yield event
 
@@ -139,9 +154,9 @@ class Runner:
         user_id: str | None,
         accepted: bool,
         cassette: Cassette | None = None,
-        into: list[RunResult] | None = None,
         log: EventLog | None = None,
-    ) -> AsyncGenerator[Event, None]:
+    ) -> _Execution:
+        """A new run, stored (unless ``accepted``) and announced, ready to :meth:`_drive`."""
         check_request(request)
         run_id = run_id or uuid.uuid4().hex
         thread_id = thread_id or run_id
@@ -172,9 +187,7 @@ class Runner:
                 await ctx.journal.keep_input_plan(run_id, plan.to_dict())
             await self.pattern.announce_input(ctx, graph_input, True)
 
-        async with aclosing(self._drive(graph_input, ctx, queue, log, begin, into)) as events:
-            async for event in events:
-                yield event
+        return _Execution(graph_input, ctx, queue, log, begin)
 
     @cached_property
     def _team_json(self) -> dict[str, Any]:
@@ -222,8 +235,8 @@ class Runner:
         question or ``decisions`` (by request id; ``default`` for all) on its tool calls.
         Finished steps, model replies and tool results are replayed, never redone. ``log``:
         as :meth:`stream`'s (its floor: the run's last stored seq)."""
-        resumed = self._resume(run_id, answer, decisions, default, log=log)
-        async with aclosing(resumed) as events:
+        execution = await self._resume(run_id, answer, decisions, default, log)
+        async with aclosing(self._drive(execution)) as events:
             async for event in events:
                 yield event
 
@@ -233,9 +246,9 @@ class Runner:
         answer: str | None,
         decisions: Mapping[str, DecisionLike] | None,
         default: DecisionLike | None,
-        into: list[RunResult] | None = None,
         log: EventLog | None = None,
-    ) -> AsyncGenerator[Event, None]:
+    ) -> _Execution:
+        """A paused or interrupted run, replied to and announced again, ready to :meth:`_drive`."""
         row = await self.backend.runs.get(run_id)
         if row.status in FINISHED:
             raise RunConflict(
@@ -264,9 +277,7 @@ class Runner:
         async def begin() -> None:  # a plan in the new input: announced unless it was
             await self.pattern.announce_input(ctx, command, False)
 
-        async with aclosing(self._drive(command, ctx, queue, log, begin, into)) as events:
-            async for event in events:
-                yield event
+        return _Execution(command, ctx, queue, log, begin)
 
     async def keep_reply(
         self,
@@ -345,35 +356,42 @@ class Runner:
 
     async def run(self, request: str, **options: Any) -> RunResult:
         """Run to the end and return the result (options: as :meth:`stream`)."""
-        finished: list[RunResult] = []
         run_id = options.pop("run_id", None) or uuid.uuid4().hex
-        async with aclosing(
-            self._start(
-                request,
-                options.pop("thread_id", None),
-                run_id,
-                options.pop("template", None),
-                options.pop("plan", None),
-                options.pop("user_id", None),
-                options.pop("accepted", False),
-                _cassette(options.pop("record", None), options.pop("replay", None)),
-                into=finished,
-            )
-        ) as events:
-            async for _ in events:
-                pass
-        return finished[0] if finished else await self.result(run_id)
+        execution = await self._start(
+            request,
+            options.pop("thread_id", None),
+            run_id,
+            options.pop("template", None),
+            options.pop("plan", None),
+            options.pop("user_id", None),
+            options.pop("accepted", False),
+            _cassette(options.pop("record", None), options.pop("replay", None)),
+        )
+        return await self._complete(execution)
 
     async def resume(self, run_id: str, **reply: Any) -> RunResult:
         """Continue a run to its end (``reply``: as :meth:`resume_stream`)."""
-        finished: list[RunResult] = []
-        events = self._resume(
-            run_id, reply.get("answer"), reply.get("decisions"), reply.get("default"), finished
+        execution = await self._resume(
+            run_id, reply.get("answer"), reply.get("decisions"), reply.get("default")
         )
-        async with aclosing(events) as stream:
-            async for _ in stream:
+        return await self._complete(execution)
+
+    async def _complete(self, execution: _Execution) -> RunResult:
+        """Drive the run to the end of its events; its result (the stored one when the run did
+        not finish: it paused, failed or was cancelled)."""
+        async with aclosing(self._drive(execution)) as events:
+            async for _ in events:
                 pass
-        return finished[0] if finished else await self.result(run_id)
+        ctx = execution.ctx
+        if execution.outcome is None:
+            return await self.result(ctx.run_id)
+        return build_result(
+            ctx.run_id,
+            ctx.thread_id,
+            execution.outcome,
+            usage=ctx.usage.total,
+            usage_by_agent=dict(ctx.usage.by_agent),
+        )
 
     # --- reading -------------------------------------------------------------------------------
     @property
@@ -494,18 +512,13 @@ class Runner:
         """LangGraph's config for a thread of this team (its checkpoints, its limits)."""
         return self.pattern.thread_config(self.team, thread_id)
 
-    async def _drive(
-        self,
-        graph_input: Any,
-        ctx: RunContext,
-        queue: asyncio.Queue[BaseEvent | None],
-        log: EventLog,
-        begin: Callable[[], Awaitable[None]] | None = None,
-        into: list[RunResult] | None = None,
-    ) -> AsyncGenerator[Event, None]:
-        task = asyncio.create_task(self._invoke(graph_input, ctx, queue, begin, into))
+    async def _drive(self, execution: _Execution) -> AsyncGenerator[Event, None]:
+        """Execute the run and yield its events as they happen; once they end (the run finished,
+        paused, failed or was stopped by closing this stream), ``execution.outcome`` is set."""
+        ctx = execution.ctx
+        task = asyncio.create_task(self._invoke(execution))
         try:
-            while (event := await queue.get()) is not None:
+            while (event := await execution.queue.get()) is not None:
                 yield event  # type: ignore[misc]
         finally:
             try:
@@ -517,35 +530,35 @@ class Runner:
                         ctx.emit(RunCancelled, reason="cancelled")
                         await self._save(ctx, status="cancelled", error="cancelled")
                 else:
-                    task.result()
+                    execution.outcome = task.result()
             finally:
-                await log.close()  # the stream ends once every event of the run is stored
+                await execution.log.close()  # the stream ends once every event is stored
 
-    async def _invoke(
-        self,
-        graph_input: Any,
-        ctx: RunContext,
-        queue: asyncio.Queue[BaseEvent | None],
-        begin: Callable[[], Awaitable[None]] | None,
-        into: list[RunResult] | None,
-    ) -> None:
+    async def _invoke(self, execution: _Execution) -> Outcome | None:
+        """Run the graph to its end or its next pause; the outcome when the run finished."""
+        ctx = execution.ctx
         try:
-            if begin is not None:
-                await begin()
+            await execution.begin()
             async with self.slots or nullcontext():  # started and announced; now execute
                 final = await self.graph.ainvoke(
-                    graph_input, self.thread_config(ctx.thread_id), context=ctx, durability="sync"
+                    execution.graph_input,
+                    self.thread_config(ctx.thread_id),
+                    context=ctx,
+                    durability="sync",
                 )
             if ctx.cassette is not None and ctx.cassette.mismatch is not None:
                 raise ctx.cassette.mismatch  # a replay that left its recording fails the run
             if final.get("__interrupt__"):
                 await self._pause(ctx, final["__interrupt__"])
-            else:
-                await self._finish(ctx, self._outcome(final), into)
+                return None
+            outcome = self._outcome(final)
+            await self._finish(ctx, outcome)
+            return outcome
         except BudgetExceeded as exc:
             outcome = self._outcome(await self.thread_state(ctx.thread_id))
             outcome.status, outcome.error = "budget_exceeded", str(exc)
-            await self._finish(ctx, outcome, into)
+            await self._finish(ctx, outcome)
+            return outcome
         except asyncio.CancelledError:
             ctx.emit(RunCancelled, reason="cancelled")
             await self._save(ctx, status="cancelled", error="cancelled")
@@ -557,16 +570,16 @@ class Runner:
                 raise stopped(exc) from exc
             ctx.emit(RunFailed, error=f"{type(exc).__name__}: {exc}")
             await self._save(ctx, status="failed", error=f"{type(exc).__name__}: {exc}")
+            return None
         finally:
-            queue.put_nowait(None)
+            execution.queue.put_nowait(None)
 
     async def _pause(self, ctx: RunContext, interrupts: list[Any]) -> None:
         emit_pauses(ctx, pending_requests(interrupts))
         await self._save(ctx, status="interrupted", finished_at=None)
 
-    async def _finish(
-        self, ctx: RunContext, outcome: Outcome, into: list[RunResult] | None
-    ) -> None:
+    async def _finish(self, ctx: RunContext, outcome: Outcome) -> None:
+        """Announce and store how the run finished."""
         ctx.emit(
             RunCompleted,
             status=outcome.status,
@@ -582,16 +595,6 @@ class Runner:
             planner_tier=tier,
             error=outcome.error or None,
         )
-        if into is not None:
-            into.append(
-                build_result(
-                    ctx.run_id,
-                    ctx.thread_id,
-                    outcome,
-                    usage=ctx.usage.total,
-                    usage_by_agent=dict(ctx.usage.by_agent),
-                )
-            )
 
     async def _save(self, ctx: RunContext, **fields: Any) -> None:
         """Write how this execution ended to the run's row — after its events are stored, so a
