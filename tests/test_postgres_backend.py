@@ -126,8 +126,9 @@ async def _eventually(read: Any, within_s: float = 30.0) -> Any:
 async def test_an_idle_pooled_connection_is_lent_unchecked_until_the_database_ends_it(
     pg_url: str,
 ) -> None:
-    """Pools lend a connection without a query (a round trip per lend) unless it may be dead:
-    a live idle one is not suspect; once the server ends it, it is (and is then checked)."""
+    """The app tables' pool lends a connection without a query (a round trip per lend) unless
+    it may be dead: a live idle one is not suspect; once the server ends it, it is (and is
+    replaced)."""
     import psycopg
 
     from teamgraph.storage.liveness import disturbed

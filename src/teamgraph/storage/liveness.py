@@ -1,14 +1,16 @@
 """Whether a pooled PostgreSQL connection is still alive — found without a round trip.
 
-A pool that checks each connection it lends with a query (psycopg_pool's ``check_connection``,
-SQLAlchemy's ``pool_pre_ping``) pays a round trip per lend: ≈ 34 of a 4-step run's ≈ 110
-statements. An idle connection has nothing to read: the server writes to it only when it ends
-it (``pg_terminate_backend``, a shutdown or restart: an error, then end of file) or when a
-proxy or the network closes it (end of file). So a connection whose socket is readable while
-it sits in the pool, or that is closed or broken already, is checked with a query (and
-replaced if it fails); any other is lent as it is. What this cannot see — a peer that vanished
-without a word — a query meets on use, as an outage (see :mod:`teamgraph.storage.outages`):
-retried on a fresh connection, the pool purged.
+A pool that checks each connection it lends with a query (SQLAlchemy's ``pool_pre_ping``)
+pays a round trip and a transaction per lend. An idle connection has nothing to read: the
+server writes to it only when it ends it (``pg_terminate_backend``, a shutdown or restart: an
+error, then end of file), and a proxy or the network that closes it leaves an end of file. So
+a connection whose socket is readable while it sits in the pool, or that is closed or broken
+already, is replaced; any other is lent as it is. What this cannot see — a peer that vanished
+without a word — a query meets on use, as an outage (see :mod:`teamgraph.storage.outages`).
+
+LangGraph's pool still checks every connection it lends with a query: its callers (the step
+ledger's write, then the step's event) are not safe against an answer lost after a commit, and
+a check that meets a cut connection first keeps that window small (BENCHMARKS.md, issue 34).
 """
 
 from __future__ import annotations
@@ -34,14 +36,6 @@ def disturbed(conn: Any) -> bool:
         return bool(poll.poll(0))
     except (OSError, ValueError):  # no socket any more
         return True
-
-
-async def check_if_disturbed(conn: Any) -> None:
-    """psycopg_pool's ``check``: a query only for a connection that may be dead."""
-    from psycopg_pool import AsyncConnectionPool
-
-    if disturbed(conn):
-        await AsyncConnectionPool.check_connection(conn)  # raises: the pool replaces it
 
 
 def check_checkouts(engine: AsyncEngine) -> None:
