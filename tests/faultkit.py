@@ -109,6 +109,10 @@ class Case:
         passes: dict[str, int] = json.loads(self.path("passes.json").read_text())
         return passes
 
+    def stored(self) -> list[dict[str, Any]]:
+        """The run's events as its store holds them after the last resume."""
+        return self.events("stored")
+
     def inspection(self) -> dict[str, Any]:
         return json.loads(self.path("inspect.json").read_text())
 
@@ -143,9 +147,11 @@ async def resume(case: Case, phase: str, approve: bool = False) -> None:
         row = await runner.backend.runs.get(case.run_id)
         if row.status == "completed":  # it finished before the kill; its events were cut
             await _write(case, phase, _finished(runner, case.run_id))
-            return
-        reply = {"default": {"action": "approve"}} if approve else {}
-        await _write(case, phase, runner.resume_stream(case.run_id, **reply))
+        else:
+            reply = {"default": {"action": "approve"}} if approve else {}
+            await _write(case, phase, runner.resume_stream(case.run_id, **reply))
+        case.path("stored.jsonl").unlink(missing_ok=True)
+        await _write(case, "stored", runner.backend.runs.events(case.run_id))
 
 
 async def _finished(runner: Any, run_id: str) -> AsyncIterator[Any]:

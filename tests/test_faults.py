@@ -114,6 +114,21 @@ def check(case: Case, ref: Case, returned: int) -> None:
     most = Counter(announced(ref.events("start")))
     for what, count in Counter(announced(before + after)).items():
         assert count <= most[what], f"{what} announced {count} times"
+    # every step of the team has its outcome in the stored events, once, also when the crash
+    # came between its record and its event (a nested team's steps are reported by its own run:
+    # once, or not again when the step it worked for was already done)
+    stored = outcomes(case.stored())
+    assert set(stored.values()) <= {1}, stored
+    expected = outcomes(ref.events("start"))
+    assert {k for k in stored if not k[-2]} == {k for k in expected if not k[-2]}
+
+
+def outcomes(events: list[dict[str, Any]]) -> Counter[tuple[str, ...]]:
+    """Step outcome events by path, the step their team works for ("": the run's team), step."""
+    kinds = ("step_completed", "step_failed", "step_skipped")
+    return Counter(
+        (*e["path"], e.get("parent_id") or "", e["step_id"]) for e in events if e["type"] in kinds
+    )
 
 
 @pytest.mark.parametrize(("pattern", "boundary"), CASES)

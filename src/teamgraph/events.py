@@ -113,6 +113,10 @@ class StepSkipped(BaseEvent):
     reason: str
 
 
+STEP_OUTCOME_EVENTS = (StepCompleted, StepFailed, StepSkipped)
+STEP_OUTCOMES = tuple(cls.model_fields["type"].default for cls in STEP_OUTCOME_EVENTS)
+
+
 class AgentStarted(BaseEvent):
     type: Literal["agent_started"] = "agent_started"
     agent: str

@@ -115,11 +115,18 @@ class RunContext:
     steps_above: tuple[str, ...] = ()  # the steps of enclosing teams this team works for
     closed: bool = False  # the run row already records how this execution ended
     cassette: Cassette | None = None  # the run's recording (being written, or replayed)
+    reported: set[tuple[str, ...]] = field(default_factory=set)  # see outcome_key
     _tool_cache: dict[str, list[BaseTool]] = field(default_factory=dict)
 
     def emit(self, cls: type[E], *path: str, **fields: Any) -> E:
         base = list(self.path or (self.team.name,))
         return self.emitter.emit(cls, [*base, *path], parent_id=self.parent_id, **fields)
+
+    def outcome_key(self, worker: str, step_id: str) -> tuple[str, ...]:
+        """A step's outcome event as ``reported`` holds it: the event's path, the step or agent its
+        team works for, then the step. On a resume ``reported`` starts with the outcomes already
+        in the run's stored events; each outcome emitted since is added."""
+        return (*(self.path or (self.team.name,)), worker, self.parent_id or "", step_id)
 
     @property
     def retry(self) -> RetryOptions:

@@ -34,6 +34,9 @@ async def execute_plan(
     states.update({k: r.status for k, r in records.items()})
     execution = _Execution(plan, Schedule(plan, states), records, ctx)
     execution.announced = {k for k, r in mine.items() if r.status == "running"}
+    for record in records.values():  # recorded, but the crash came before its event was stored
+        if ctx.outcome_key(record.worker, record.step_id) not in ctx.reported:
+            _report(ctx, record)
     try:
         await execution.run()
     finally:
@@ -143,13 +146,7 @@ class _Execution:
         point("step.recorded")
         self.records[record.step_id] = record
         self.schedule.set(record.step_id, record.status)
-        common = {"step_id": record.step_id, "worker": record.worker, "elapsed_s": record.elapsed_s}
-        if record.status == "done":
-            ctx.emit(
-                StepCompleted, record.worker, output=record.output, usage=record.usage, **common
-            )
-        else:
-            ctx.emit(StepFailed, record.worker, error=record.error, **common)
+        _report(ctx, record)
 
     async def _skip_blocked(self) -> None:
         while blocked := self.schedule.blocked():
@@ -174,7 +171,20 @@ class _Execution:
         await self.ctx.ledger.save(self.ctx.ledger_key, record)
         self.records[step.id] = record
         self.schedule.set(step.id, "skipped")
-        self.ctx.emit(StepSkipped, step.worker, step_id=step.id, worker=step.worker, reason=reason)
+        _report(self.ctx, record)
+
+
+def _report(ctx: RunContext, record: StepRecord) -> None:
+    """Emit a recorded step's outcome (once per run: ``ctx.reported``)."""
+    ctx.reported.add(ctx.outcome_key(record.worker, record.step_id))
+    common = {"step_id": record.step_id, "worker": record.worker}
+    timed = {**common, "elapsed_s": record.elapsed_s}
+    if record.status == "done":
+        ctx.emit(StepCompleted, record.worker, output=record.output, usage=record.usage, **timed)
+    elif record.status == "failed":
+        ctx.emit(StepFailed, record.worker, error=record.error, **timed)
+    else:
+        ctx.emit(StepSkipped, record.worker, reason=record.error or "", **common)
 
 
 def _same_step(record: StepRecord | None, step: Step) -> bool:

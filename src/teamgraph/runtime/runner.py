@@ -23,6 +23,8 @@ from langgraph.types import Command, Interrupt
 from teamgraph.durable import Journal
 from teamgraph.errors import BudgetExceeded, DatabaseUnavailable, RunConflict, UsageError
 from teamgraph.events import (
+    STEP_OUTCOME_EVENTS,
+    STEP_OUTCOMES,
     BaseEvent,
     Event,
     Resumed,
@@ -271,6 +273,7 @@ class Runner:
         log = log or EventLog(self.writer, row.last_seq)
         emitter = self._emitter(run_id, queue, seqs, log)
         ctx = self._context(run_id, row.thread_id, emitter, row.user_id)
+        ctx.reported = await self._reported(run_id)
         await self.backend.runs.update(run_id, status="running", last_seq=seqs.reserved)
         await self._announce_resume(ctx, snapshot.values)
 
@@ -325,6 +328,12 @@ class Runner:
         command = resume_command(interrupts, answer, decisions, default)
         await journal.record_replies(run_id, cast(dict[str, Any], command.resume))
         return command
+
+    async def _reported(self, run_id: str) -> set[tuple[str, ...]]:
+        """The step outcomes already in the run's stored events (``RunContext.reported``)."""
+        stored = await self.backend.runs.events_of([run_id], STEP_OUTCOMES)
+        outcomes = [e for e in stored if isinstance(e, STEP_OUTCOME_EVENTS)]
+        return {(*e.path, e.parent_id or "", e.step_id) for e in outcomes}
 
     async def _announce_resume(self, ctx: RunContext, values: Mapping[str, Any]) -> None:
         """Count what earlier executions spent (every recorded model reply, once), then announce
