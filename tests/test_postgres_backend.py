@@ -121,3 +121,27 @@ async def _eventually(read: Any, within_s: float = 30.0) -> Any:
             if asyncio.get_running_loop().time() > deadline:
                 raise
             await asyncio.sleep(0.1)
+
+
+async def test_an_idle_pooled_connection_is_lent_unchecked_until_the_database_ends_it(
+    pg_url: str,
+) -> None:
+    """Pools lend a connection without a query (a round trip per lend) unless it may be dead:
+    a live idle one is not suspect; once the server ends it, it is (and is then checked)."""
+    import psycopg
+
+    from teamgraph.storage.liveness import disturbed
+
+    conn = await psycopg.AsyncConnection.connect(pg_url, autocommit=True)
+    try:
+        await conn.execute("SELECT 1")
+        assert not disturbed(conn)
+        assert _terminate_connections(pg_url) == 1
+        for _ in range(100):  # the server's goodbye arrives soon after
+            if disturbed(conn):
+                break
+            await asyncio.sleep(0.05)
+        assert disturbed(conn)
+    finally:
+        await conn.close()
+    assert disturbed(conn)  # closed

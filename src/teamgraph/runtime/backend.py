@@ -25,6 +25,7 @@ from teamgraph.storage import sqlite
 from teamgraph.storage.cached_plans import PlanCacheStore, SqlitePlanCache, StorePlanCache
 from teamgraph.storage.checkpoints import SqliteCheckpointer, with_crash_points
 from teamgraph.storage.direct import Direct
+from teamgraph.storage.liveness import check_if_disturbed
 from teamgraph.storage.outages import purged_on_outage
 from teamgraph.storage.rates import SharedRates
 from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStepLedger
@@ -184,7 +185,7 @@ def _langgraph_pool(url: str, size: int) -> Any:
         min_size=1,
         max_size=max(2, size),
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-        check=AsyncConnectionPool.check_connection,
+        check=check_if_disturbed,  # a query only for a connection that may be dead
         timeout=LEND_WAIT_S,  # a request in an outage is refused (503) soon, not after 30 s
         reconnect_timeout=RECONNECT_S,
         open=False,  # opened by ``async with`` (on the running loop)
