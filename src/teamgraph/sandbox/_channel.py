@@ -24,7 +24,7 @@ import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import IO, Any
 
 from teamgraph.errors import ControlSignal
 from teamgraph.sandbox.limits import LIMIT_NAMES
@@ -142,10 +142,11 @@ def _report(message: dict[str, Any]) -> dict[str, str | None]:
     return clean
 
 
-async def pipe_reader(fd: int, limit: int) -> asyncio.StreamReader:
-    """An asyncio reader over the read end ``fd`` of a pipe (taking ownership of it)."""
+async def pipe_reader(pipe: int | IO[bytes], limit: int) -> asyncio.StreamReader:
+    """An asyncio reader over the read end of a pipe, a descriptor or a file (taking ownership)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limit)
     protocol = asyncio.StreamReaderProtocol(reader)
-    await loop.connect_read_pipe(lambda: protocol, os.fdopen(fd, "rb", buffering=0))
+    source = os.fdopen(pipe, "rb", buffering=0) if isinstance(pipe, int) else pipe
+    await loop.connect_read_pipe(lambda: protocol, source)
     return reader

@@ -13,7 +13,10 @@ import asyncio
 import os
 import subprocess
 from collections.abc import Sequence
-from typing import IO
+
+from teamgraph.sandbox._channel import pipe_reader
+
+STREAM_LIMIT = 2**16  # asyncio's own, for the sandbox's stdout and stderr
 
 
 class ChildProcess:
@@ -66,7 +69,8 @@ async def _watched(popen: subprocess.Popen[bytes]) -> ChildProcess:
         asyncio.streams.FlowControlMixin, popen.stdin
     )
     stdin = asyncio.StreamWriter(transport, protocol, None, loop)
-    streams = (stdin, await _reader(popen.stdout), await _reader(popen.stderr))
+    out = await pipe_reader(popen.stdout, STREAM_LIMIT)
+    streams = (stdin, out, await pipe_reader(popen.stderr, STREAM_LIMIT))
     return ChildProcess(popen, streams, _exit_of(popen.pid))
 
 
@@ -84,10 +88,3 @@ def _exit_of(pid: int) -> asyncio.Future[None]:
 
     loop.add_reader(pidfd, ended)
     return exited
-
-
-async def _reader(pipe: IO[bytes]) -> asyncio.StreamReader:
-    reader = asyncio.StreamReader()
-    protocol = asyncio.StreamReaderProtocol(reader)
-    await asyncio.get_running_loop().connect_read_pipe(lambda: protocol, pipe)
-    return reader
