@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from teamgraph import Plan, Step
-from teamgraph.durable import StepRecord
+from teamgraph.durable import FirstExecution, StepRecord
 from teamgraph.storage.run_records import SqliteRecords
 from teamgraph.testing import FunctionChatModel
 
@@ -27,6 +30,30 @@ async def test_saved_records_survive_reopening(tmp_path: Path) -> None:
     assert await reopened.journal.values("run") == ["reply"]
     assert await reopened.journal.values("other") == []
     reopened.close()
+
+
+async def test_a_first_execution_reads_back_what_it_wrote_and_writes_through(
+    tmp_path: Path,
+) -> None:
+    """A new run's execution finds in the journal and ledger only what it wrote (read from
+    memory); every write reaches the stores, where a resume reads it; a write the store refused
+    is not remembered."""
+    records = SqliteRecords(tmp_path / "l.db")
+    first = FirstExecution(records.journal, records.ledger)
+    assert await first.journal.recall("run/x/m1") is None
+    assert await first.ledger.load("run") == {}
+    await first.journal.record("run/x/m1", "reply")
+    await first.ledger.save("run", _record("a"))
+    await first.ledger.save("run/s1/team", _record("n"))  # a nested team's scope
+    assert await first.journal.recall("run/x/m1") == "reply"
+    assert list(await first.ledger.load("run")) == ["a"]
+    assert list(await first.ledger.load("run/s1/team")) == ["n"]
+    assert await records.journal.recall("run/x/m1") == "reply"  # what a resume reads
+    assert list(await records.ledger.load("run")) == ["a"]
+    records.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # the store is closed: refused
+        await first.journal.record("run/x/m2", "lost")
+    assert await first.journal.recall("run/x/m2") is None
 
 
 async def test_a_locked_database_never_blocks_the_event_loop(tmp_path: Path) -> None:

@@ -145,3 +145,31 @@ async def test_an_idle_pooled_connection_is_lent_unchecked_until_the_database_en
     finally:
         await conn.close()
     assert disturbed(conn)  # closed
+
+
+async def test_the_app_tables_pool_replaces_connections_the_database_ended(pg_url: str) -> None:
+    """SQLAlchemy's pool lends without a ping; a pooled connection the server ended is replaced,
+    not used: no read fails after every connection was ended."""
+    from teamgraph.runtime.backend import open_backend
+
+    async with open_backend(Settings(database_url=pg_url)) as backend:
+        reads = [backend.runs.count_by_status() for _ in range(4)]
+        await asyncio.gather(*reads)  # several connections idle in the pool
+        assert _terminate_connections(pg_url) >= 1
+        for _ in range(200):  # until every backend is gone: each sent its goodbye first
+            if not _connections(pg_url):
+                break
+            await asyncio.sleep(0.05)
+        for _ in range(8):
+            assert await backend.runs.count_by_status() == {}
+
+
+def _connections(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (url.rsplit("/", 1)[1],),
+        ).fetchone()
+    return int(row[0]) if row else 0

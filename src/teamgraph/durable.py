@@ -219,6 +219,51 @@ class StepLedger(Protocol):
         ...
 
 
+class FirstExecution:
+    """The journal and the step ledger as a run's first execution sees them: everything it can
+    find there it wrote itself (the run is new: no earlier execution, no other process), so it
+    reads what it wrote back from memory — on PostgreSQL ≈ 7 round trips a 4-step run saves —
+    and writes through to the stores as ever (a resume, a takeover, reads the stores). A value
+    is kept only once its store holds it."""
+
+    def __init__(self, journal: JournalStore, ledger: StepLedger) -> None:
+        self.journal = _FirstJournal(journal)
+        self.ledger = _FirstLedger(ledger)
+
+
+class _FirstJournal:
+    def __init__(self, store: JournalStore) -> None:
+        self.store, self.kept = store, dict[str, str]()
+
+    async def recall(self, key: str) -> str | None:
+        return self.kept.get(key)
+
+    async def record(self, key: str, value: str) -> None:
+        await self.store.record(key, value)
+        self.kept[key] = value
+
+    async def values(self, run_id: str) -> list[str]:
+        return await self.store.values(run_id)
+
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        await self.store.forget(run_ids)
+
+
+class _FirstLedger:
+    def __init__(self, ledger: StepLedger) -> None:
+        self.ledger, self.kept = ledger, dict[str, dict[str, StepRecord]]()
+
+    async def load(self, run_id: str) -> dict[str, StepRecord]:
+        return dict(self.kept.get(run_id, {}))
+
+    async def save(self, run_id: str, record: StepRecord) -> None:
+        await self.ledger.save(run_id, record)
+        self.kept.setdefault(run_id, {})[record.step_id] = record
+
+    async def forget(self, run_ids: Sequence[str]) -> None:
+        await self.ledger.forget(run_ids)
+
+
 # --- the journal ---------------------------------------------------------------------------------
 class Journal:
     """Typed reads and writes of a run's journal. Results are written by :func:`once` only."""

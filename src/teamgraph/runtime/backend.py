@@ -25,7 +25,7 @@ from teamgraph.storage import sqlite
 from teamgraph.storage.cached_plans import PlanCacheStore, SqlitePlanCache, StorePlanCache
 from teamgraph.storage.checkpoints import SqliteCheckpointer, with_crash_points
 from teamgraph.storage.direct import Direct
-from teamgraph.storage.liveness import check_if_disturbed
+from teamgraph.storage.liveness import check_if_disturbed, replace_if_disturbed
 from teamgraph.storage.outages import purged_on_outage
 from teamgraph.storage.rates import SharedRates
 from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStepLedger
@@ -156,9 +156,12 @@ async def _open_postgres(settings: Settings) -> AsyncIterator[Backend]:
             url.replace("postgresql://", "postgresql+psycopg://", 1),
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_max_overflow,
-            pool_pre_ping=True,  # a connection the database dropped is replaced, not used
             pool_timeout=LEND_WAIT_S,
         )
+        # a batch of events is one multi-row INSERT, not one statement a row (as on psycopg2)
+        engine.dialect.use_insertmanyvalues_wo_returning = True
+        # a connection the database dropped is replaced, not used; checked without a round trip
+        event.listen(engine.sync_engine, "checkout", replace_if_disturbed)
         stack.push_async_callback(engine.dispose)
         direct = Direct(engine)
         runs = PostgresRunStore(engine, direct)

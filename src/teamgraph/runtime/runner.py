@@ -20,7 +20,7 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt
 
-from teamgraph.durable import Journal
+from teamgraph.durable import FirstExecution, Journal
 from teamgraph.errors import BudgetExceeded, DatabaseUnavailable, RunConflict, UsageError
 from teamgraph.events import (
     STEP_OUTCOME_EVENTS,
@@ -171,6 +171,8 @@ class Runner:
         log = log or EventLog(self.writer)
         emitter = self._emitter(run_id, queue, seqs, log)
         ctx = self._context(run_id, thread_id, emitter, user_id, cassette)
+        first = FirstExecution(self.backend.journal, self.ledger)  # the run is new
+        ctx.journal, ctx.ledger = Journal(first.journal), first.ledger
         ctx.emit(
             RunStarted,
             team=self.team.name,

@@ -3,16 +3,18 @@
 On SQLite the hot path's point reads and short transactions run whole and synchronously through
 the file's :class:`~teamgraph.storage.sqlite.LoopFirst` lanes (see that module for why): on the
 event loop on a connection that never waits for a lock, else on a worker thread. On PostgreSQL
-writers do not serialize: the async engine is used as is.
+writers do not serialize: the async engine is used as is, and what is one statement (a read, a
+single write) runs on an autocommit connection — no ``BEGIN`` and ``COMMIT`` round trips.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Executable, Row, Select, create_engine, event
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.pool import StaticPool
@@ -29,6 +31,7 @@ class Direct:
 
     def __init__(self, engine: AsyncEngine, sqlite_path: Path | None = None) -> None:
         self.engine = engine
+        self._single = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._lanes: LoopFirst[Connection] | None = None
         if sqlite_path is not None:
             fast = _EngineLane(_sqlite_engine(sqlite_path, 0.0))
@@ -37,10 +40,17 @@ class Direct:
     async def run(self, statements: Sequence[Statement]) -> None:
         """Execute ``statements`` (with their parameters) in one transaction."""
         if self._lanes is None:
-            async with self.engine.begin() as conn:
-                for statement, parameters in statements:
-                    await conn.execute(statement, parameters)
-            return
+            one = statements[0][1] if len(statements) == 1 else []
+            if one is None or isinstance(one, dict):  # one statement: atomic without BEGIN
+                await self.write(statements[0][0], one)
+                return
+
+            async def run() -> None:
+                async with self.engine.begin() as conn:
+                    for statement, parameters in statements:
+                        await conn.execute(statement, parameters)
+
+            return await _again_if_ended(run)
 
         def transaction(conn: Connection) -> None:
             for statement, parameters in statements:
@@ -58,8 +68,12 @@ class Direct:
         until it commits, for other processes too. On PostgreSQL (read committed) lock the rows
         the decision rests on (``SELECT … FOR UPDATE``)."""
         if self._lanes is None:
-            async with self.engine.begin() as conn:
-                return await conn.run_sync(operation)
+
+            async def run() -> T:
+                async with self.engine.begin() as conn:
+                    return await conn.run_sync(operation)
+
+            return await _again_if_ended(run)
 
         def locked(conn: Connection) -> T:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
@@ -70,8 +84,12 @@ class Direct:
     async def write(self, statement: Executable, parameters: dict[str, Any] | None = None) -> int:
         """Execute and commit one statement; the number of rows it matched."""
         if self._lanes is None:
-            async with self.engine.begin() as conn:
-                return (await conn.execute(statement, parameters)).rowcount
+
+            async def run() -> int:
+                async with self._single.connect() as conn:
+                    return (await conn.execute(statement, parameters)).rowcount
+
+            return await _again_if_ended(run)
         return await self._lanes.run(lambda conn: conn.execute(statement, parameters).rowcount)
 
     async def returning(
@@ -79,8 +97,12 @@ class Direct:
     ) -> list[Row[Any]]:
         """Execute and commit one statement; the rows it returns (``RETURNING``)."""
         if self._lanes is None:
-            async with self.engine.begin() as conn:
-                return list((await conn.execute(statement, parameters)).all())
+
+            async def run() -> list[Row[Any]]:
+                async with self._single.connect() as conn:
+                    return list((await conn.execute(statement, parameters)).all())
+
+            return await _again_if_ended(run)
         return await self._lanes.run(lambda conn: list(conn.execute(statement, parameters).all()))
 
     async def first(self, query: Select[T], /, **params: Any) -> T | None:
@@ -94,8 +116,12 @@ class Direct:
         if not isinstance(entity, type):
             raise TypeError(f"first() reads an entity (select(SomeRow)), not {entity!r}")
         if self._lanes is None:
-            async with AsyncSession(self.engine, expire_on_commit=False) as session:
-                return (await session.scalars(query, params)).first()
+
+            async def read() -> T | None:
+                async with AsyncSession(self._single, expire_on_commit=False) as session:
+                    return (await session.scalars(query, params)).first()
+
+            return await _again_if_ended(read)
 
         def first(conn: Connection) -> T | None:
             row = conn.execute(query, params).first()
@@ -109,8 +135,12 @@ class Direct:
 
     async def rows(self, query: Executable, /, **params: Any) -> list[Row[Any]]:
         if self._lanes is None:
-            async with self.engine.connect() as conn:
-                return list((await conn.execute(query, params)).all())
+
+            async def read() -> list[Row[Any]]:
+                async with self._single.connect() as conn:
+                    return list((await conn.execute(query, params)).all())
+
+            return await _again_if_ended(read)
         return await self._lanes.run(lambda conn: list(conn.execute(query, params).all()))
 
     def close(self) -> None:
@@ -145,6 +175,24 @@ class _EngineLane:
         _close(self._conn)
         self._conn = None
         self.engine.dispose()
+
+
+ENDED_BY_SERVER = frozenset({"57P01", "57P02"})  # admin_shutdown, crash_shutdown
+"""SQLSTATEs of a connection the server ended (``pg_terminate_backend``, a shutdown or restart):
+it aborted whatever the connection had begun — nothing of it was committed."""
+
+
+async def _again_if_ended(attempt: Callable[[], Awaitable[T]]) -> T:
+    """``attempt()``, once more if the server had ended the connection it was lent: the pool
+    lends without a round trip (:mod:`teamgraph.storage.liveness`) and the server's goodbye can
+    arrive just after the lend. Nothing ran twice: the server ran none of the first attempt.
+    SQLAlchemy has invalidated that connection and every older one: the second gets a new one."""
+    try:
+        return await attempt()
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) not in ENDED_BY_SERVER:
+            raise
+    return await attempt()
 
 
 def _sqlite_engine(path: Path, wait_s: float) -> Engine:
