@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Executable, Row, Select, create_engine, event
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.pool import StaticPool
 
@@ -110,28 +110,21 @@ class Direct:
         ``params`` for its ``bindparam``s (detached: read it, do not change it).
 
         Build ``query`` once, with ``bindparam`` for its values: SQLAlchemy caches a statement
-        by its structure, and keying a new statement object costs more than a point read. On
-        SQLite the object is made from a Core row, without an ORM session."""
+        by its structure, and keying a new statement object costs more than a point read. The
+        object is made from a Core row, without an ORM session."""
         entity = query.column_descriptions[0]["expr"]
         if not isinstance(entity, type):
             raise TypeError(f"first() reads an entity (select(SomeRow)), not {entity!r}")
         if self._lanes is None:
 
             async def read() -> T | None:
-                async with AsyncSession(self._single, expire_on_commit=False) as session:
-                    return (await session.scalars(query, params)).first()
+                async with self._single.connect() as conn:
+                    return _made(entity, (await conn.execute(query, params)).first())
 
             return await _again_if_ended(read)
-
-        def first(conn: Connection) -> T | None:
-            row = conn.execute(query, params).first()
-            if row is None:
-                return None
-            found: T = entity(**row._mapping)
-            make_transient_to_detached(found)  # as if a session had loaded it and closed
-            return found
-
-        return await self._lanes.run(first)
+        return await self._lanes.run(
+            lambda conn: _made(entity, conn.execute(query, params).first())
+        )
 
     async def rows(self, query: Executable, /, **params: Any) -> list[Row[Any]]:
         if self._lanes is None:
@@ -175,6 +168,15 @@ class _EngineLane:
         _close(self._conn)
         self._conn = None
         self.engine.dispose()
+
+
+def _made(entity: type[T], row: Row[Any] | None) -> T | None:
+    """The ORM object of ``row`` (detached, as if a session had loaded it and closed)."""
+    if row is None:
+        return None
+    found = entity(**row._mapping)
+    make_transient_to_detached(found)
+    return found
 
 
 ENDED_BY_SERVER = frozenset({"57P01", "57P02"})  # admin_shutdown, crash_shutdown

@@ -348,8 +348,7 @@ class SqlRunStore:
                 .order_by(EventRow.seq)
                 .limit(PAGE)
             )
-            async with self.engine.connect() as conn:
-                rows = (await conn.execute(query)).all()
+            rows: list[Any] = await self.direct.rows(query)
             for row in rows:
                 yield event_from_json(row.data)
             if len(rows) < PAGE:
@@ -366,8 +365,7 @@ class SqlRunStore:
             .where(EventRow.run_id.in_(list(run_ids)), EventRow.type.in_(list(types)))
             .order_by(EventRow.run_id, EventRow.seq)
         )
-        async with self.engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
+        rows: list[Any] = await self.direct.rows(query)
         return [event_from_json(row.data) for row in rows]
 
     def seqs(self, run_id: str, start: int, reserved: int) -> SeqBlock:
