@@ -170,9 +170,7 @@ class Runner:
         seqs = self.backend.runs.seqs(run_id, 0, ROW_RESERVE)
         log = log or EventLog(self.writer)
         emitter = self._emitter(run_id, queue, seqs, log)
-        ctx = self._context(run_id, thread_id, emitter, user_id, cassette)
-        first = FirstExecution(self.backend.journal, self.ledger)  # the run is new
-        ctx.journal, ctx.ledger = Journal(first.journal), first.ledger
+        ctx = self._context(run_id, thread_id, emitter, user_id, cassette, first=True)
         ctx.emit(
             RunStarted,
             team=self.team.name,
@@ -460,7 +458,11 @@ class Runner:
         emitter: Emitter,
         user_id: str | None = None,
         cassette: Cassette | None = None,
+        *,
+        first: bool = False,
     ) -> RunContext:
+        """What one execution of the run works with; ``first``: the run is new (its journal
+        and ledger hold only what this execution writes: :class:`FirstExecution`)."""
         user = user_id or self.config.user_id
         models = self.models
         if cassette is not None and cassette.replaying:  # every named model: the recording
@@ -468,6 +470,10 @@ class Runner:
             models = ModelProvider(
                 config.settings, config.models, config.model, RecordedModel(), self.backend.rates
             )
+        journal, ledger = self.backend.journal, self.ledger
+        if first:
+            records = FirstExecution(journal, ledger)
+            journal, ledger = records.journal, records.ledger
         ctx = RunContext(
             run_id=run_id,
             thread_id=thread_id,
@@ -475,24 +481,12 @@ class Runner:
             emitter=emitter,
             models=models,
             tools=self.config.registry,
-            tool_resources=ToolResources(
-                knowledge=self.backend.knowledge.scoped(
-                    (
-                        team_collection(self.team.name),
-                        user_collection(user),
-                        SHARED,
-                        *map(named_collection, _collections(self.team)),
-                    ),
-                    self.team.embedding_model,
-                ),
-                store=self.backend.store,
-                notes_namespace=("teamgraph", "notes", self.team.name, user),
-            ),
+            tool_resources=self._tool_resources(user),
             store=self.backend.store,
             plan_cache=self._plan_cache() if cassette is None else None,  # replays as recorded
             user_id=user,
-            ledger=self.ledger,
-            journal=Journal(self.backend.journal),
+            ledger=ledger,
+            journal=Journal(journal),
             usage=UsageTracker(self.prices, self.team.budget),
             templates=self.templates,
             cassette=cassette,
@@ -500,6 +494,21 @@ class Runner:
         )
         ctx.tool_resources.rerank = reranker(ctx)
         return ctx
+
+    def _tool_resources(self, user: str) -> ToolResources:
+        """What the team's tools reach for ``user``: the knowledge collections the team may
+        search, the shared store and the user's notes."""
+        collections = (
+            team_collection(self.team.name),
+            user_collection(user),
+            SHARED,
+            *map(named_collection, _collections(self.team)),
+        )
+        return ToolResources(
+            knowledge=self.backend.knowledge.scoped(collections, self.team.embedding_model),
+            store=self.backend.store,
+            notes_namespace=("teamgraph", "notes", self.team.name, user),
+        )
 
     def _plan_cache(self) -> PlanCache | None:
         """The plan cache of this runner's runs (none where the backend keeps no entries)."""
