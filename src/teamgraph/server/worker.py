@@ -29,6 +29,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -373,5 +374,16 @@ def run_worker(settings: Settings) -> None:
     )
     started = time.monotonic()
     with json_logging() if json_logs_enabled(settings) else nullcontext():
-        asyncio.run(Worker(settings).run())
+        _event_loop_runner()(Worker(settings).run())
     log.info("worker stopped after %.0f s", time.monotonic() - started)
+
+
+def _event_loop_runner() -> Callable[[Coroutine[Any, Any, None]], None]:
+    """uvloop where it is installed, as ``teamgraph serve`` runs (uvicorn picks it): a run's
+    every database round trip waits on the loop, and uvloop waits for less CPU than asyncio's
+    own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run
+    return uvloop.run
