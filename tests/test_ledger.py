@@ -35,11 +35,14 @@ async def test_saved_records_survive_reopening(tmp_path: Path) -> None:
 async def test_a_first_execution_reads_back_what_it_wrote_and_writes_through(
     tmp_path: Path,
 ) -> None:
-    """A new run's execution finds in the journal and ledger only what it wrote (read from
-    memory); every write reaches the stores, where a resume reads it; a write the store refused
-    is not remembered."""
+    """A new run's execution finds in the journal and ledger only what it wrote (it does not
+    read the stores for anything else); every write reaches the stores, where a resume reads
+    it; a write the store refused is not remembered."""
     records = SqliteRecords(tmp_path / "l.db")
     first = FirstExecution(records.journal, records.ledger)
+    await records.journal.record("run/x/elsewhere", "not this execution's")
+    await records.ledger.save("run", _record("z"))
+    assert await first.journal.recall("run/x/elsewhere") is None  # never read
     assert await first.journal.recall("run/x/m1") is None
     assert await first.ledger.load("run") == {}
     await first.journal.record("run/x/m1", "reply")
@@ -49,7 +52,7 @@ async def test_a_first_execution_reads_back_what_it_wrote_and_writes_through(
     assert list(await first.ledger.load("run")) == ["a"]
     assert list(await first.ledger.load("run/s1/team")) == ["n"]
     assert await records.journal.recall("run/x/m1") == "reply"  # what a resume reads
-    assert list(await records.ledger.load("run")) == ["a"]
+    assert sorted(await records.ledger.load("run")) == ["a", "z"]
     records.close()
     with pytest.raises(sqlite3.ProgrammingError):  # the store is closed: refused
         await first.journal.record("run/x/m2", "lost")

@@ -150,9 +150,13 @@ async def test_an_idle_pooled_connection_is_lent_unchecked_until_the_database_en
 async def test_the_app_tables_pool_replaces_connections_the_database_ended(pg_url: str) -> None:
     """SQLAlchemy's pool lends without a ping; a pooled connection the server ended is replaced,
     not used: no read fails after every connection was ended."""
+    from sqlalchemy import event
+
     from teamgraph.runtime.backend import open_backend
 
     async with open_backend(Settings(database_url=pg_url)) as backend:
+        failed: list[Any] = []  # statements that met a dead connection (none)
+        event.listen(backend.engine.sync_engine, "handle_error", lambda c: failed.append(c))
         reads = [backend.runs.count_by_status() for _ in range(4)]
         await asyncio.gather(*reads)  # several connections idle in the pool
         assert _terminate_connections(pg_url) >= 1
@@ -162,6 +166,7 @@ async def test_the_app_tables_pool_replaces_connections_the_database_ended(pg_ur
             await asyncio.sleep(0.05)
         for _ in range(8):
             assert await backend.runs.count_by_status() == {}
+        assert failed == []  # replaced when lent, not found dead by a statement (and retried)
 
 
 def _connections(url: str) -> int:

@@ -222,10 +222,10 @@ class StepLedger(Protocol):
 class FirstExecution:
     """The journal and the step ledger as a run's first execution sees them: everything it can
     find there it wrote itself (the run is new: no earlier execution, no other process), so a
-    key it never wrote is known absent without a read — on PostgreSQL ≈ 7 round trips a 4-step
-    run saves. Writes go to the stores as ever (a resume, a takeover, reads the stores); the
-    journal remembers the keys it wrote (a node LangGraph runs again reads their values back),
-    the ledger its records. A write is remembered only once its store holds it."""
+    key it never wrote is known absent without a read (a round trip each on PostgreSQL). Writes
+    go to the stores as ever (a resume, a takeover, reads the stores); the journal remembers the
+    keys it wrote (a node LangGraph runs again reads their values back), the ledger its records.
+    A write is remembered only once its store holds it."""
 
     def __init__(self, journal: JournalStore, ledger: StepLedger) -> None:
         self.journal = _FirstJournal(journal)

@@ -13,9 +13,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Executable, Row, Select, create_engine, event
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    Engine,
+    Executable,
+    Row,
+    Select,
+    create_engine,
+    event,
+)
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.pool import StaticPool
 
@@ -39,24 +48,23 @@ class Direct:
 
     async def run(self, statements: Sequence[Statement]) -> None:
         """Execute ``statements`` (with their parameters) in one transaction."""
-        if self._lanes is None:
-            one = statements[0][1] if len(statements) == 1 else []
-            if one is None or isinstance(one, dict):  # one statement: atomic without BEGIN
-                await self.write(statements[0][0], one)
-                return
+        if self._lanes is not None:
 
-            async def run() -> None:
-                async with self.engine.begin() as conn:
-                    for statement, parameters in statements:
-                        await conn.execute(statement, parameters)
+            def each(conn: Connection) -> None:
+                for statement, parameters in statements:
+                    conn.execute(statement, parameters)
 
-            return await _again_if_ended(run)
+            return await self._lanes.run(each)
+        if len(statements) == 1:  # one statement (not executemany) is atomic without BEGIN
+            statement, parameters = statements[0]
+            if not isinstance(parameters, Sequence):
+                return await self._one(statement, parameters, lambda _: None)
 
-        def transaction(conn: Connection) -> None:
+        async def each_awaited(conn: AsyncConnection) -> None:
             for statement, parameters in statements:
-                conn.execute(statement, parameters)
+                await conn.execute(statement, parameters)
 
-        await self._lanes.run(transaction)
+        await self._on_postgres(each_awaited, atomic=True)
 
     async def transaction(self, operation: Callable[[Connection], T]) -> T:
         """``operation``'s statements in one transaction: it reads and decides what to write on a
@@ -68,12 +76,7 @@ class Direct:
         until it commits, for other processes too. On PostgreSQL (read committed) lock the rows
         the decision rests on (``SELECT … FOR UPDATE``)."""
         if self._lanes is None:
-
-            async def run() -> T:
-                async with self.engine.begin() as conn:
-                    return await conn.run_sync(operation)
-
-            return await _again_if_ended(run)
+            return await self._on_postgres(lambda conn: conn.run_sync(operation), atomic=True)
 
         def locked(conn: Connection) -> T:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
@@ -83,27 +86,13 @@ class Direct:
 
     async def write(self, statement: Executable, parameters: dict[str, Any] | None = None) -> int:
         """Execute and commit one statement; the number of rows it matched."""
-        if self._lanes is None:
-
-            async def run() -> int:
-                async with self._single.connect() as conn:
-                    return (await conn.execute(statement, parameters)).rowcount
-
-            return await _again_if_ended(run)
-        return await self._lanes.run(lambda conn: conn.execute(statement, parameters).rowcount)
+        return await self._one(statement, parameters, lambda result: result.rowcount)
 
     async def returning(
         self, statement: Executable, parameters: dict[str, Any] | None = None
     ) -> list[Row[Any]]:
         """Execute and commit one statement; the rows it returns (``RETURNING``)."""
-        if self._lanes is None:
-
-            async def run() -> list[Row[Any]]:
-                async with self._single.connect() as conn:
-                    return list((await conn.execute(statement, parameters)).all())
-
-            return await _again_if_ended(run)
-        return await self._lanes.run(lambda conn: list(conn.execute(statement, parameters).all()))
+        return await self._one(statement, parameters, lambda result: list(result.all()))
 
     async def first(self, query: Select[T], /, **params: Any) -> T | None:
         """The first ORM object an entity query (``select(SomeRow)…``) selects, with
@@ -115,26 +104,45 @@ class Direct:
         entity = query.column_descriptions[0]["expr"]
         if not isinstance(entity, type):
             raise TypeError(f"first() reads an entity (select(SomeRow)), not {entity!r}")
-        if self._lanes is None:
-
-            async def read() -> T | None:
-                async with self._single.connect() as conn:
-                    return _made(entity, (await conn.execute(query, params)).first())
-
-            return await _again_if_ended(read)
-        return await self._lanes.run(
-            lambda conn: _made(entity, conn.execute(query, params).first())
-        )
+        return await self._one(query, params, lambda result: _made(entity, result.first()))
 
     async def rows(self, query: Executable, /, **params: Any) -> list[Row[Any]]:
-        if self._lanes is None:
+        return await self._one(query, params, lambda result: list(result.all()))
 
-            async def read() -> list[Row[Any]]:
-                async with self._single.connect() as conn:
-                    return list((await conn.execute(query, params)).all())
+    async def _one(
+        self,
+        statement: Executable,
+        parameters: dict[str, Any] | None,
+        read: Callable[[CursorResult[Any]], T],
+    ) -> T:
+        """One statement, committed, and what ``read`` takes from its result: on SQLite through
+        the lanes, on PostgreSQL on an autocommit connection (no ``BEGIN``/``COMMIT``)."""
+        if self._lanes is not None:
+            return await self._lanes.run(lambda conn: read(conn.execute(statement, parameters)))
 
-            return await _again_if_ended(read)
-        return await self._lanes.run(lambda conn: list(conn.execute(query, params).all()))
+        async def one(conn: AsyncConnection) -> T:
+            return read(await conn.execute(statement, parameters))
+
+        return await self._on_postgres(one, atomic=False)
+
+    async def _on_postgres(
+        self, work: Callable[[AsyncConnection], Awaitable[T]], *, atomic: bool
+    ) -> T:
+        """``work`` on a connection — in a transaction (``atomic``), else autocommit — once more
+        if the server had ended the connection it was lent: the pool lends without a round trip
+        (:mod:`teamgraph.storage.liveness`) and the server's goodbye can arrive just after the
+        lend. Nothing runs twice — the server ran none of the first attempt — and SQLAlchemy has
+        invalidated that connection and every older one: the second attempt gets a new one."""
+        try:
+            return await self._attempt(work, atomic)
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) not in ENDED_BY_SERVER:
+                raise
+        return await self._attempt(work, atomic)
+
+    async def _attempt(self, work: Callable[[AsyncConnection], Awaitable[T]], atomic: bool) -> T:
+        async with self.engine.begin() if atomic else self._single.connect() as conn:
+            return await work(conn)
 
     def close(self) -> None:
         if self._lanes is not None:
@@ -182,19 +190,6 @@ def _made(entity: type[T], row: Row[Any] | None) -> T | None:
 ENDED_BY_SERVER = frozenset({"57P01", "57P02"})  # admin_shutdown, crash_shutdown
 """SQLSTATEs of a connection the server ended (``pg_terminate_backend``, a shutdown or restart):
 it aborted whatever the connection had begun — nothing of it was committed."""
-
-
-async def _again_if_ended(attempt: Callable[[], Awaitable[T]]) -> T:
-    """``attempt()``, once more if the server had ended the connection it was lent: the pool
-    lends without a round trip (:mod:`teamgraph.storage.liveness`) and the server's goodbye can
-    arrive just after the lend. Nothing ran twice: the server ran none of the first attempt.
-    SQLAlchemy has invalidated that connection and every older one: the second gets a new one."""
-    try:
-        return await attempt()
-    except DBAPIError as exc:
-        if getattr(exc.orig, "sqlstate", None) not in ENDED_BY_SERVER:
-            raise
-    return await attempt()
 
 
 def _sqlite_engine(path: Path, wait_s: float) -> Engine:

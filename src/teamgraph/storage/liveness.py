@@ -1,8 +1,8 @@
 """Whether a pooled PostgreSQL connection is still alive — found without a round trip.
 
 A pool that checks each connection it lends with a query (psycopg_pool's ``check_connection``,
-SQLAlchemy's ``pool_pre_ping``) pays a round trip per lend — on a 4-step run ≈ 30 for
-LangGraph's pool and ≈ 7 for the app tables'. Both pools check with :func:`disturbed` instead.
+SQLAlchemy's ``pool_pre_ping``) pays a round trip per lend, several per run step (BENCHMARKS.md
+counts them). Both pools check with :func:`disturbed` instead.
 
 An idle connection has nothing to read: the server writes to it only when it ends it
 (``pg_terminate_backend``, a shutdown or restart: an error, then end of file) or when a proxy or
