@@ -374,6 +374,33 @@ async def test_a_worker_that_lost_its_lease_writes_nothing_more(backend: Backend
     assert [e async for e in runs.events("r")] == []
 
 
+async def test_a_run_s_ending_is_stored_with_its_events_only_under_its_lease(
+    backend: Backend,
+) -> None:
+    runs = backend.runs
+    await runs.create(row("mine"))
+    await runs.create(row("lost"))
+    for run_id in ("mine", "lost"):
+        epoch = await runs.take_lease(run_id, "worker", ttl_s=30)
+        assert epoch is not None
+        runs.fence(run_id, "worker", epoch if run_id == "mine" else epoch + 1)  # "lost": taken
+    ended = {"status": "completed", "output": "done", "finished_at": utcnow()}
+    mine = message("mine", 1)
+    both = [mine, message("lost", 1)]
+    with pytest.raises(LeaseLost):  # one run's lost lease: nothing of the transaction lands
+        await runs.append(both, ends={"mine": ended, "lost": ended})
+    assert await collect(runs, "mine") == await collect(runs, "lost") == []
+    assert (await runs.get("mine")).status == "running"
+    await runs.append(both, ends={"mine": ended})  # "lost" is given up: its event is dropped
+    assert (await collect(runs, "mine"), await collect(runs, "lost")) == ([1], [])
+    stored = await runs.get("mine")
+    assert (stored.status, stored.output) == ("completed", "done")
+    assert await runs.page("mine") == ([mine], "completed")
+    assert await runs.page("mine", 1) == ([], "completed")
+    with pytest.raises(RunNotFound):
+        await runs.page("nobody")
+
+
 async def test_only_a_queued_run_no_worker_claimed_is_cancelled_at_once(backend: Backend) -> None:
     runs = backend.runs
     await runs.create({**row("queued"), "status": "pending", "last_seq": 10})

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -59,11 +58,13 @@ class _Recorder:
     def __init__(self, poisoned: str = "") -> None:
         self.poisoned = poisoned
         self.stored: list[BaseEvent] = []
+        self.ends: dict[str, dict[str, Any]] = {}
 
-    async def append(self, events: list[BaseEvent], *also: Any) -> None:
+    async def append(self, events: list[BaseEvent], *also: Any, ends: Any = None) -> None:
         if any(e.run_id == self.poisoned for e in events):
             raise ValueError("refused")
         self.stored.extend(events)
+        self.ends.update(ends or {})
 
 
 def _tokens(run_id: str, count: int) -> list[BaseEvent]:
@@ -98,44 +99,62 @@ async def test_an_event_that_cannot_be_encoded_is_refused_by_its_own_run_only() 
     assert [(e.run_id, e.seq) for e in store.stored] == [("victim", 1), ("victim", 2)]
 
 
-async def test_a_run_s_status_is_written_after_its_events_are_stored(settings: Any) -> None:
-    """A reader in another process that sees a run ended finds every event it emitted."""
-    seen: list[tuple[str, list[str]]] = []
+async def test_a_run_s_status_is_stored_with_its_last_events_in_one_transaction(
+    settings: Any,
+) -> None:
+    """A reader in another process that sees a run's last event sees how it ended, and the
+    other way round: no moment shows one without the other."""
+    writes: list[tuple[list[str], dict[str, Any]]] = []
     async with desk_team(settings).runner() as runner:
         store = runner.backend.runs
-        update = store.update
+        append, update = store.append, store.update
 
-        async def checked(run_id: str, **fields: Any) -> None:
-            if "status" in fields:
-                kinds = [e.type async for e in store.events(run_id, 0)]  # type: ignore[attr-defined]
-                seen.append((fields["status"], kinds))
+        async def noted(events: Any, *also: Any, ends: Any = None) -> None:
+            statuses = {run: fields["status"] for run, fields in (ends or {}).items()}
+            writes.append(([e.type for e in events], statuses))
+            await append(events, *also, ends=ends)
+
+        async def unended(run_id: str, **fields: Any) -> None:
+            assert "finished_at" not in fields, "an ending written apart from its events"
             await update(run_id, **fields)
 
-        store.update = checked  # type: ignore[method-assign]
+        store.append, store.update = noted, unended  # type: ignore[method-assign]
         await runner.run("Compare PostgreSQL and MongoDB on cost", run_id="r3")
         paused = [e async for e in runner.stream("help me", run_id="r4")]
-    completed = next(kinds for status, kinds in seen if status == "completed")
-    assert completed[-1] == "run_completed"
-    interrupted = next(kinds for status, kinds in seen if status == "interrupted")
-    assert interrupted[-1] == paused[-1].type == "clarification_requested"  # type: ignore[attr-defined]
+        assert (await store.get("r3")).status == "completed"
+        assert (await store.get("r4")).status == "interrupted"
+    ending = [(kinds, ends) for kinds, ends in writes if ends]
+    assert [(kinds[-1], ends) for kinds, ends in ending] == [
+        ("run_completed", {"r3": "completed"}),
+        (paused[-1].type, {"r4": "interrupted"}),  # type: ignore[attr-defined]
+    ]
+    assert paused[-1].type == "clarification_requested"  # type: ignore[attr-defined]
+    stops = {"run_completed", "clarification_requested"}
+    assert not any(stops & set(kinds) for kinds, ends in writes if not ends)
+
+
+async def test_a_run_whose_events_are_refused_still_gets_its_status() -> None:
+    store = _Recorder(poisoned="bad")
+    log = EventLog(EventWriter(store))  # type: ignore[arg-type]
+    log.add(_tokens("bad", 1)[0])
+    await log.end_with("bad", {"status": "completed"})
+    assert store.ends == {"bad": {"status": "completed"}} and not store.stored
 
 
 class _Racing:
-    """A store read as a follower in another process reads it while the run ends: its events
-    are committed just after the follower's first read, then its status."""
+    """A store a follower in another process reads while the run ends: its last events and its
+    status are committed just after the follower's first read."""
 
     def __init__(self, events: list[BaseEvent]) -> None:
         self.pending, self.committed = events, []  # type: ignore[var-annotated]
-        self.status = "running"
+        self.status, self.reads = "running", 0
 
-    async def events(self, run_id: str, after_seq: int = 0) -> Any:
-        for event in [e for e in self.committed if e.seq > after_seq]:
-            yield event
-        if self.pending:  # what the run's last batch and its status commit, in that order
+    async def page(self, run_id: str, after_seq: int = 0) -> tuple[list[BaseEvent], str]:
+        self.reads += 1
+        read = [e for e in self.committed if e.seq > after_seq], self.status
+        if self.pending:  # the run's last batch and its status commit together
             self.committed, self.pending, self.status = self.pending, [], "completed"
-
-    async def get(self, run_id: str) -> Any:
-        return SimpleNamespace(status=self.status)
+        return read
 
 
 class _Quiet:
@@ -153,3 +172,4 @@ async def test_a_follower_gets_the_last_events_of_a_run_that_ended_as_it_read() 
     batches = follow(store, _Quiet(), "r", poll_s=0.01)  # type: ignore[arg-type]
     got = [e.type for batch in [b async for b in batches] for e in batch]
     assert got == ["token", "run_completed"]
+    assert store.reads == 2  # the status came with the events: nothing read after the end

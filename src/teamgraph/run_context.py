@@ -53,18 +53,19 @@ class Emitter:
         sink: Callable[[BaseEvent], None],
         seqs: Seqs | None = None,
         parent_id: str | None = None,
-        stored: Callable[[], Awaitable[None]] | None = None,
+        end: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.sink = sink
         self.seqs = seqs or Counter()
         self.parent_id = parent_id
-        self._stored = stored
+        self._end = end
 
-    async def stored(self) -> None:
-        """Wait until every event emitted so far is stored (when the sink stores them)."""
-        if self._stored is not None:
-            await self._stored()
+    async def end(self, row: dict[str, Any]) -> None:
+        """Store every event emitted so far with ``row``, the fields of the run's row saying
+        how this execution ended (when the sink stores events)."""
+        if self._end is not None:
+            await self._end(row)
 
     @property
     def seq(self) -> int:

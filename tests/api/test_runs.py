@@ -417,9 +417,9 @@ class HeldWrites:
         self.free = asyncio.Event()
         self.free.set()
 
-    async def append(self, events: Any, *also: Any) -> None:
+    async def append(self, events: Any, *also: Any, ends: Any = None) -> None:
         await self.free.wait()
-        await self.store.append(events, *also)
+        await self.store.append(events, *also, ends=ends)
 
 
 async def test_readers_get_unstored_events_from_memory_and_older_ones_from_the_database(
@@ -517,7 +517,7 @@ async def _accepted_then_streamed(
     assert [e.seq async for e in _stored(backend.runs, run_id, 0)] == [e["id"] for e in events]
     output = events[-1]["data"]["output"]
     assert output and await messages(app, sid) == [("user", REQUEST), ("assistant", output)]
-    assert transactions[-1][:2] == ["events", "messages"]  # the answer with the last events
+    assert transactions[-1][:3] == ["runs", "events", "messages"]  # status, events, answer
 
 
 def _stored(store: Any, run_id: str, after: int) -> Any:
@@ -601,12 +601,12 @@ async def test_a_writer_stopped_mid_write_never_leaves_close_waiting(
     calls = 0
     real_append = store.append
 
-    async def append_once_cancelled(events: Any) -> None:
+    async def append_once_cancelled(events: Any, ends: Any = None) -> None:
         nonlocal calls
         calls += 1
         if calls == 1:
             raise asyncio.CancelledError  # the writer task dies in the middle of a write
-        await real_append(events)
+        await real_append(events, ends=ends)
 
     monkeypatch.setattr(store, "append", append_once_cancelled)
     writer = EventWriter(store)

@@ -9,7 +9,8 @@ import contextvars
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing, suppress
-from typing import cast
+from dataclasses import dataclass
+from typing import Any, cast
 
 from teamgraph.events import BaseEvent, Event, event_from_json
 from teamgraph.faults import point
@@ -17,7 +18,7 @@ from teamgraph.status import END_EVENTS, EXECUTING, PAUSE_EVENTS
 from teamgraph.storage.direct import Statement
 from teamgraph.storage.notify import EVENTS, Notifications, carried
 from teamgraph.storage.outages import BACKOFF_MAX_S, is_outage, outage_met, until_reachable
-from teamgraph.storage.run_store import RunStore
+from teamgraph.storage.run_store import PAGE, RunStore
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL = 0.05  # seconds an event may wait before its batch is written
@@ -26,6 +27,7 @@ OUTAGE_S = 120.0  # how long a batch waits for an unreachable database before it
 STOPS = {*END_EVENTS, *PAUSE_EVENTS}  # an execution's last events
 
 Subscriber = asyncio.Queue[BaseEvent | None]  # ``None``: this execution of the run has ended
+Ending = tuple[str, dict[str, Any]]  # a run's id and its row's fields: how an execution ended
 
 
 def kind(event: BaseEvent) -> str:
@@ -41,7 +43,9 @@ class EventLog:
     runs' events. Every event of the run with ``seq <= floor`` is stored already (earlier
     executions, events dropped from memory); every later one of this execution is in
     ``events``. Statements :meth:`kept` with the events (a session's answer to the run) are
-    written in the transaction of the next batch."""
+    written in the transaction of the next batch. An execution's last events (``STOPS``: it
+    ended or paused) wait for its row's new status (:meth:`end_with`) and are stored with it,
+    in one transaction: whoever reads them reads how the run stands."""
 
     KEEP = 2000  # stored events kept in memory for readers
 
@@ -52,9 +56,11 @@ class EventLog:
         self.stored = 0  # how many of ``events`` are stored (or failed to be)
         self.subscribers: set[Subscriber] = set()
         self.also: list[Statement] = []  # for the next batch's transaction
+        self.ending: Ending | None = None  # the run's row fields, for the next batch
+        self.failure: Exception | None = None  # what kept the last ``ending`` from the database
         self.synced = asyncio.Event()  # set while every event is stored
         self.synced.set()
-        self.closed = self.finished = False
+        self.closed = self.finished = self.ended = False
 
     def add(self, event: BaseEvent) -> None:
         """Keep ``event`` for readers and for storing. Its JSON is made now: an event that
@@ -72,10 +78,23 @@ class EventLog:
         self.synced.clear()
         self.writer.dirty(self, urgent=False)
 
-    def taken(self) -> list[Statement]:
-        """The statements to write with this batch (handed over once)."""
+    async def end_with(self, run_id: str, fields: dict[str, Any]) -> None:
+        """Store every event left with ``fields`` of run ``run_id``'s row (how this execution
+        ended), in one transaction, at once. Raises what kept them from the database:
+        :class:`~teamgraph.errors.LeaseLost` (another worker has the run: nothing more of it is
+        written from here), an outage that outlasted ``OUTAGE_S``."""
+        self.ending, self.ended, self.failure = (run_id, fields), True, None
+        self.synced.clear()
+        self.writer.dirty(self, urgent=True)
+        await self.synced.wait()
+        if self.failure is not None:
+            raise self.failure
+
+    def taken(self) -> tuple[list[Statement], Ending | None]:
+        """The statements and the ending to write with this batch (handed over once)."""
         also, self.also = self.also, []
-        return also
+        ending, self.ending = self.ending, None
+        return also, ending
 
     def subscribe(self) -> tuple[Subscriber, list[BaseEvent], int]:
         """A queue of the events to come, the events in memory and the floor below them."""
@@ -86,11 +105,17 @@ class EventLog:
         return queue, list(self.events), self.floor
 
     def unstored(self) -> list[BaseEvent]:
-        return self.events[self.stored :]
+        """The events to store now: all of them but the last ones (``STOPS``) of an execution
+        that has not ended yet (they wait for its status) — until the log is closed."""
+        events = self.events[self.stored :]
+        if self.ended or self.closed:
+            return events
+        stop = next((n for n, event in enumerate(events) if kind(event) in STOPS), len(events))
+        return events[:stop]
 
     def mark_stored(self, count: int) -> None:
         self.stored += count
-        if self.stored == len(self.events) and not self.also:
+        if self.stored == len(self.events) and not self.also and self.ending is None:
             self.synced.set()
         drop = self.stored - self.KEEP  # only stored events leave memory
         if drop > 0:
@@ -114,6 +139,20 @@ class EventLog:
         self.finished = True
         for queue in self.subscribers:
             queue.put_nowait(None)
+
+
+@dataclass
+class _Part:
+    """What one run's log hands the writer for one batch."""
+
+    log: EventLog
+    events: list[BaseEvent]
+    also: list[Statement]
+    ending: Ending | None
+
+    @property
+    def endings(self) -> list[Ending]:
+        return [self.ending] if self.ending is not None else []
 
 
 class EventWriter:
@@ -149,41 +188,49 @@ class EventWriter:
                 with suppress(TimeoutError):
                     await asyncio.wait_for(self.urgent.wait(), FLUSH_INTERVAL)
             self.urgent.clear()
-            batch = [(item, item.unstored(), item.taken()) for item in self.logs]
+            batch = [_Part(item, item.unstored(), *item.taken()) for item in self.logs]
             self.logs = {}
             try:
                 await self._store(batch)
             finally:  # even if this task is cancelled mid-write: no close() waits forever
-                for event_log, events, _ in batch:
-                    event_log.mark_stored(len(events))
+                for part in batch:
+                    part.log.mark_stored(len(part.events))
 
-    async def _store(self, batch: list[tuple[EventLog, list[BaseEvent], list[Statement]]]) -> None:
+    async def _store(self, batch: list[_Part]) -> None:
         """One transaction for the whole batch; if the database refuses it, one per run, so
-        that what one run cannot store never costs another run its events."""
-        events = [e for _, some, _ in batch for e in some]
-        if await self._append(events, [s for _, _, also in batch for s in also]):
+        that what one run cannot store never costs another run its events — and a run whose
+        events are refused still gets its status written."""
+        ends = dict(part.ending for part in batch if part.ending is not None)
+        events = [e for part in batch for e in part.events]
+        failure = await self._append(events, [s for part in batch for s in part.also], ends)
+        if failure is None:
             return
-        if len(batch) > 1:
-            for _, some, also in batch:
-                await self._append(some, also)
+        for part in batch:
+            if len(batch) > 1:
+                failure = await self._append(part.events, part.also, dict(part.endings))
+            if failure is not None and part.ending is not None and not is_outage(failure):
+                failure = await self._append([], [], dict(part.endings))  # the status alone
+            part.log.failure = failure
 
-    async def _append(self, events: list[BaseEvent], also: list[Statement]) -> bool:
-        """Store ``events`` with ``also``; False when the database refuses them. While the
-        database is unreachable (an outage) the write is tried again, for up to
+    async def _append(
+        self, events: list[BaseEvent], also: list[Statement], ends: dict[str, dict[str, Any]]
+    ) -> Exception | None:
+        """Store ``events`` with ``also`` and ``ends``; what the database refused them with.
+        While the database is unreachable (an outage) the write is tried again, for up to
         ``OUTAGE_S``: the runs go on, their events wait in memory."""
         delay, waited = 0.1, 0.0
         while True:
             try:
                 if waited and events and await self._committed(events[-1]):
-                    return True  # the last attempt committed; only its answer was lost
-                await self.store.append(events, *also)
+                    return None  # the last attempt committed; only its answer was lost
+                await self.store.append(events, *also, ends=ends)
                 point("events.stored")
-                return True
+                return None
             except Exception as exc:
                 if not is_outage(exc) or waited >= OUTAGE_S:
-                    runs = sorted({e.run_id for e in events})
+                    runs = sorted({e.run_id for e in events} | set(ends))
                     log.exception("could not store %d events of runs %s", len(events), runs)
-                    return False
+                    return exc
                 outage_met()
                 log.warning("storing events waits for the database (%s)", exc)
             await asyncio.sleep(delay)
@@ -281,26 +328,30 @@ async def follow(
 async def _follow(
     store: RunStore, notes: Notifications, run_id: str, after_seq: int, poll_s: float
 ) -> AsyncGenerator[list[Event], None]:
-    """:func:`follow` while the database answers."""
+    """:func:`follow` while the database answers. A run's last events are stored with its
+    status (:meth:`EventLog.end_with`): the stream ends at an end event as it comes; at a pause,
+    or before any event, the store is read — the events with the status — to know whether the
+    run still executes."""
     last, tail, read = after_seq, "", True
     with notes.subscribe(EVENTS, run_id) as told:
         while True:
             if read:
-                async for batch in _stored(store, run_id, last):
-                    last, tail = batch[-1].seq, batch[-1].type
-                    yield batch
-            if tail in END_EVENTS:
-                await _status_written(store, run_id)
-                return
-            wait = poll_s
-            if not tail or tail in PAUSE_EVENTS:  # nothing yet, or paused: is it still going?
-                if (await store.get(run_id)).status not in EXECUTING:
-                    # a run's events are stored before its status: what it said last is there
-                    async for batch in _stored(store, run_id, last):
+                while True:
+                    events, status = await store.page(run_id, last)
+                    for start in range(0, len(events), BATCH):
+                        batch = events[start : start + BATCH]
+                        last, tail = batch[-1].seq, batch[-1].type
                         yield batch
+                    if len(events) < PAGE:
+                        break
+                if tail in END_EVENTS or (tail in ("", *PAUSE_EVENTS) and status not in EXECUTING):
                     return
-                wait = 0.2 if tail else poll_s  # a pause's status is written just after it
-            batches, read = _notified(await _told(told, wait), last)
+            elif tail in END_EVENTS:
+                return
+            elif tail in PAUSE_EVENTS:  # is it still paused? read with what may follow it
+                read = True
+                continue
+            batches, read = _notified(await _told(told, poll_s), last)
             for batch in batches:
                 last, tail = batch[-1].seq, batch[-1].type
                 yield batch
@@ -339,14 +390,3 @@ def _carried(payload: str, last: int) -> list[Event] | None:
     events = [event_from_json(line) for line in encoded]
     fresh = [e for e in events if e.seq > last]
     return fresh if fresh and fresh[0].seq == last + 1 else None
-
-
-async def _status_written(store: RunStore, run_id: str, within_s: float = 5.0) -> None:
-    """Wait (briefly) until the run's row says how it ended: its status is written just after
-    its last events, and a reader whose stream has ended may ask for it at once. A process that
-    died between the two leaves the status to the worker that takes the run over."""
-    deadline = asyncio.get_running_loop().time() + within_s
-    while (await store.get(run_id)).status in EXECUTING:
-        if asyncio.get_running_loop().time() > deadline:
-            return
-        await asyncio.sleep(0.02)

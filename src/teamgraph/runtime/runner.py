@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing, nullcontext, suppress
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -48,7 +48,7 @@ from teamgraph.planning.templates import Template, available
 from teamgraph.result import RunResult
 from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
-from teamgraph.runtime.event_log import OUTAGE_S, EventLog, EventWriter
+from teamgraph.runtime.event_log import EventLog, EventWriter
 from teamgraph.runtime.outcomes import build_result
 from teamgraph.runtime.reranker import reranker
 from teamgraph.runtime.resuming import DecisionLike, emit_pauses, pending_requests, resume_command
@@ -57,7 +57,7 @@ from teamgraph.runtime.run_config import RunConfig, RunHooks
 from teamgraph.specs.team import TeamSpec
 from teamgraph.status import FINISHED
 from teamgraph.storage.models import utcnow
-from teamgraph.storage.outages import is_outage, stopped, until_reachable
+from teamgraph.storage.outages import is_outage, stopped
 from teamgraph.storage.run_store import ROW_RESERVE, SeqBlock
 from teamgraph.tools.mcp_client import load_mcp_tools
 from teamgraph.tools.registry import ToolResources
@@ -526,7 +526,7 @@ class Runner:
             for deliver in sinks:
                 deliver(event)
 
-        return Emitter(run_id, sink, seqs, stored=log.stored_all)
+        return Emitter(run_id, sink, seqs, end=partial(log.end_with, run_id))
 
     def thread_config(self, thread_id: str) -> RunnableConfig:
         """LangGraph's config for a thread of this team (its checkpoints, its limits)."""
@@ -617,12 +617,11 @@ class Runner:
         )
 
     async def _save(self, ctx: RunContext, **fields: Any) -> None:
-        """Write how this execution ended to the run's row — after its events are stored, so a
-        reader in another process that sees the status finds every event before it. The write
-        waits out a database outage as the events do (up to ``OUTAGE_S``): a run that ended is
-        not resumed, and does not end twice, for want of its status."""
+        """Write how this execution ended to the run's row — with its last events, in one
+        transaction: a reader in another process that sees either sees both. The write waits
+        out a database outage as every event does (up to ``OUTAGE_S``): a run that ended is not
+        resumed, and does not end twice, for want of its status."""
         ctx.closed = True
-        await ctx.emitter.stored()
         seqs = ctx.emitter.seqs
         if isinstance(seqs, SeqBlock):
             await seqs.settle()  # never let a late reservation overwrite this
@@ -635,11 +634,7 @@ class Runner:
             "usage_by_agent": {k: v.model_dump() for k, v in ctx.usage.by_agent.items()},
             **{"finished_at": utcnow(), **fields},
         }
-        await until_reachable(
-            lambda: self.backend.runs.update(ctx.run_id, **row),
-            within_s=OUTAGE_S,
-            what=f"the status of run {ctx.run_id}",
-        )
+        await ctx.emitter.end(row)
         status = fields.get("status", "")  # compacted once the row says how the run ended
         await compact(self.backend, self.config.settings, ctx.run_id, ctx.thread_id, status)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
@@ -70,6 +70,14 @@ _LATEST_IN_SESSION = (
     .where(RunRow.session_id == bindparam("session_id"))
     .order_by(RunRow.created_at.desc())
     .limit(1)
+)
+_PAGE = (  # a run's status with its events above a seq (one row of status alone for none)
+    select(RunRow.status, EventRow.data)
+    .select_from(RunRow)
+    .outerjoin(EventRow, and_(EventRow.run_id == RunRow.id, EventRow.seq > bindparam("after_seq")))
+    .where(RunRow.id == bindparam("run_id"))
+    .order_by(EventRow.seq)
+    .limit(PAGE)
 )
 # PostgreSQL: runs of one session are created one at a time, whichever process creates them
 _LOCK_SESSION = (
@@ -133,7 +141,15 @@ class RunStore(Protocol):
     async def count_by_status(self) -> dict[str, int]: ...
 
     # --- events and seqs
-    async def append(self, events: Sequence[BaseEvent], *also: Statement) -> None: ...
+    async def append(
+        self,
+        events: Sequence[BaseEvent],
+        *also: Statement,
+        ends: Mapping[str, dict[str, Any]] | None = None,
+    ) -> None: ...
+    async def page(
+        self, run_id: str, after_seq: int = 0
+    ) -> tuple[builtins.list[Event], RunStatus]: ...
     def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]: ...
     async def events_of(
         self, run_ids: Collection[str], types: Collection[str]
@@ -322,11 +338,35 @@ class SqlRunStore:
         return {str(status): int(count) for status, count in rows}
 
     # --- events and seqs ---------------------------------------------------------------------
-    async def append(self, events: Sequence[BaseEvent], *also: Statement) -> None:
-        """Store events (of any runs) in one transaction, with ``also``."""
+    async def append(
+        self,
+        events: Sequence[BaseEvent],
+        *also: Statement,
+        ends: Mapping[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """Store events (of any runs) in one transaction, with ``also`` and, for each run in
+        ``ends``, the fields of its row that say how its execution ended — written as
+        :meth:`update` writes them: a fenced run's only while this process holds its lease.
+        When it does not, nothing is stored (:class:`LeaseLost`) and nothing more of that run
+        will be (:meth:`abandon`)."""
         statements = self._stored(events, *also)
-        if statements:
-            await self.direct.run(statements)
+        if not ends:
+            if statements:
+                await self.direct.run(statements)
+            return
+        updates = {run_id: self._update(run_id, fields) for run_id, fields in ends.items()}
+
+        def store(conn: Connection) -> None:
+            for run_id, (update_, values) in updates.items():  # each row first: it is locked
+                if conn.execute(update_, values).rowcount == 0:
+                    lost = self._not_updated(run_id)
+                    if isinstance(lost, LeaseLost):
+                        self.abandon(run_id)
+                    raise lost
+            for insert_, parameters in statements:
+                conn.execute(insert_, parameters)
+
+        await self.direct.transaction(store)
 
     def _stored(self, events: Sequence[BaseEvent], *also: Statement) -> Sequence[Statement]:
         """The statements that store ``events`` (those this process still writes) with ``also``."""
@@ -338,6 +378,16 @@ class SqlRunStore:
         if not self._fences:
             return events
         return [e for e in events if self._fences.get(e.run_id, ("", 0))[1] != ABANDONED]
+
+    async def page(self, run_id: str, after_seq: int = 0) -> tuple[builtins.list[Event], RunStatus]:
+        """Up to ``PAGE`` stored events of a run with ``seq > after_seq``, in order, and the
+        run's status — read together, in one statement: a run whose status says it stopped has
+        no event beyond the ones read with it."""
+        rows: list[Any] = await self.direct.rows(_PAGE, run_id=run_id, after_seq=after_seq)
+        if not rows:
+            raise RunNotFound(f"no run with id {run_id!r}")
+        events = [event_from_json(row.data) for row in rows if row.data is not None]
+        return events, rows[0].status
 
     async def events(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
         """The stored events of a run with ``seq > after_seq``, in order, a page at a time."""
