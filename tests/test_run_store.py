@@ -53,6 +53,12 @@ async def collect(store: RunStore, run_id: str, after: int = 0) -> list[int]:
     return [event.seq async for event in store.events(run_id, after)]
 
 
+async def leased(store: RunStore, run_id: str, owner: str, ttl_s: float) -> int | None:
+    """The epoch of the lease ``owner`` took (``None``: another holds it)."""
+    taken = await store.take_lease(run_id, owner, ttl_s)
+    return None if taken is None else taken.lease_epoch
+
+
 def message(run_id: str, seq: int) -> AgentMessage:
     return AgentMessage(run_id=run_id, seq=seq, agent="a", content=f"m{seq}")
 
@@ -317,14 +323,14 @@ async def test_sqlite_writes_never_block_the_event_loop(tmp_path: Path) -> None:
 async def test_a_lease_is_held_by_one_process_at_a_time(backend: Backend) -> None:
     runs = backend.runs
     await runs.create(row("r"))
-    first = await runs.take_lease("r", "worker-a", ttl_s=30)
+    first = await leased(runs, "r", "worker-a", ttl_s=30)
     assert first == 1
-    assert await runs.take_lease("r", "worker-b", ttl_s=30) is None  # held and not expired
+    assert await leased(runs, "r", "worker-b", ttl_s=30) is None  # held and not expired
     assert await runs.renew_lease("r", "worker-a", first, ttl_s=30) is False  # no cancel asked
     await runs.request_cancel("r")
     assert await runs.renew_lease("r", "worker-a", first, ttl_s=30) is True  # cancel asked
     await runs.release_lease("r", "worker-a", first)
-    second = await runs.take_lease("r", "worker-b", ttl_s=30)
+    second = await leased(runs, "r", "worker-b", ttl_s=30)
     assert second == 2  # a new epoch; the cancel request stands until the run is resumed
     assert await runs.renew_lease("r", "worker-b", second, ttl_s=30) is True
     assert await runs.renew_lease("r", "worker-a", first, ttl_s=30) is None  # a's is lost
@@ -333,9 +339,9 @@ async def test_a_lease_is_held_by_one_process_at_a_time(backend: Backend) -> Non
 async def test_an_expired_lease_can_be_taken_over(backend: Backend) -> None:
     runs = backend.runs
     await runs.create(row("r"))
-    old = await runs.take_lease("r", "dead-worker", ttl_s=0.05)
+    old = await leased(runs, "r", "dead-worker", ttl_s=0.05)
     await asyncio.sleep(0.1)
-    new = await runs.take_lease("r", "live-worker", ttl_s=30)
+    new = await leased(runs, "r", "live-worker", ttl_s=30)
     assert old == 1 and new == 2
     assert await runs.renew_lease("r", "dead-worker", 1, ttl_s=30) is None  # fenced off
 
@@ -356,12 +362,12 @@ async def test_runs_started_at_once_on_a_new_sqlite_file_all_set_it_up(tmp_path:
 async def test_a_worker_that_lost_its_lease_writes_nothing_more(backend: Backend) -> None:
     runs = backend.runs
     await runs.create(row("r"))
-    old = await runs.take_lease("r", "slow-worker", ttl_s=0.05)
+    old = await leased(runs, "r", "slow-worker", ttl_s=0.05)
     assert old is not None
     runs.fence("r", "slow-worker", old)
     await runs.update("r", input_tokens=1)  # it holds the lease: its writes land
     await asyncio.sleep(0.1)
-    assert await runs.take_lease("r", "new-worker", ttl_s=30) == old + 1
+    assert await leased(runs, "r", "new-worker", ttl_s=30) == old + 1
     with pytest.raises(LeaseLost):
         await runs.update("r", status="cancelled")
     with pytest.raises(LeaseLost):
@@ -381,7 +387,7 @@ async def test_a_run_s_ending_is_stored_with_its_events_only_under_its_lease(
     await runs.create(row("mine"))
     await runs.create(row("lost"))
     for run_id in ("mine", "lost"):
-        epoch = await runs.take_lease(run_id, "worker", ttl_s=30)
+        epoch = await leased(runs, run_id, "worker", ttl_s=30)
         assert epoch is not None
         runs.fence(run_id, "worker", epoch if run_id == "mine" else epoch + 1)  # "lost": taken
     ended = {"status": "completed", "output": "done", "finished_at": utcnow()}
@@ -405,7 +411,7 @@ async def test_only_a_queued_run_no_worker_claimed_is_cancelled_at_once(backend:
     runs = backend.runs
     await runs.create({**row("queued"), "status": "pending", "last_seq": 10})
     await runs.create({**row("claimed"), "status": "pending"})
-    assert await runs.take_lease("claimed", "worker", ttl_s=30) is not None
+    assert await leased(runs, "claimed", "worker", ttl_s=30) is not None
     assert await runs.cancel_if_queued("queued", "cancelled") is True
     assert await runs.cancel_if_queued("claimed", "cancelled") is False
     queued = await runs.get("queued")
@@ -425,7 +431,7 @@ async def test_orphans_are_the_executing_runs_no_process_holds(backend: Backend)
     await runs.create(row("done", status="completed", created_at=old, updated_at=old, **lapsed))
     await runs.create(row("fresh", status="pending"))
     await runs.create(row("renewed", created_at=old, updated_at=old))
-    assert await runs.take_lease("renewed", "w:2", 60)  # held: its worker renews it
+    assert await leased(runs, "renewed", "w:2", 60)  # held: its worker renews it
     await runs.update("renewed", updated_at=old)
     found = [r.id for r in await runs.orphans(utcnow() - timedelta(minutes=1))]
     assert sorted(found) == ["lapsed", "never-queued"]

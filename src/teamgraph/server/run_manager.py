@@ -153,8 +153,10 @@ class RunManager:
         return live.run_id
 
     async def start_stored(self, row: RunRow) -> None:
-        """Start a run an API process stored and queued (a worker claimed it): as :meth:`start`,
-        with the row, owner, session and message already in the database."""
+        """Start a run an API process stored and queued (a worker claimed it and read it still
+        ``pending``): as :meth:`start`, with the row, owner, session and message already in the
+        database. A queued run is its session's latest until it ends (no run is stored beside a
+        queued, executing or paused one): nothing supersedes it."""
         log = rl.EventLog(self._writer)
         live = _Live(row.id, row.session_id or row.thread_id, row.user_id, None, True, log)
         stream = self.runner(row.team_name).stream(
@@ -166,7 +168,7 @@ class RunManager:
             accepted=True,
             log=live.log,
         )
-        await self._begin(live, stream)
+        await self._begin(live, stream, latest=True)
 
     async def finished(self, run_id: str) -> None:
         """Wait until the run executing here has ended (or paused) and its last writes are done
@@ -252,16 +254,20 @@ class RunManager:
         live: _Live,
         events: AsyncIterator[Event],
         accept: Callable[[], Awaitable[None]] | None = None,
+        latest: bool = False,
     ) -> None:
         """Claim the session, store the run checking the session's latest run (``accept``) or
-        check that run (a stored run), run it in the background; return once its first event
-        is out (or raise why it could not start)."""
+        check that run (a stored run; ``latest``: known to be its session's latest), run it in
+        the background; return once its first event is out (or raise why it could not start)."""
         if any(other.session_id == live.session_id for other in self._live.values()):
             raise RunConflict("this session already has a running run")
         self._live[live.run_id] = live
         live.stored_here = accept is not None
         try:
-            await (accept() if accept is not None else self._check_latest(live))
+            if accept is not None:
+                await accept()
+            elif not latest:
+                await self._check_latest(live)
         except BaseException:
             live.enter("closed")
             self._live.pop(live.run_id)

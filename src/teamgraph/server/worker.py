@@ -91,7 +91,7 @@ class Worker:
     draining: bool = False
     handed: list[str] = field(default_factory=list)  # runs given to other workers on drain
 
-    mine: set[str] = field(default_factory=set)  # runs a job of this process claims or runs
+    mine: dict[str, asyncio.Event] = field(default_factory=dict)  # runs a job here claims/runs
 
     def __post_init__(self) -> None:
         self.settings.require_postgres("teamgraph worker")
@@ -172,24 +172,27 @@ class Worker:
             await self._run(run_id, kind)
 
     async def _run(self, run_id: str, kind: Kind) -> None:
-        if run_id in self.mine:  # a second job for a run this process claimed: wait for it
-            await self.manager.finished(run_id)
-            return
-        self.mine.add(run_id)
+        while (earlier := self.mine.get(run_id)) is not None:
+            await earlier.wait()  # a second job for a run a job here claimed (a resume queued as
+            # the run paused): once that job has let the run go, it is claimed as any job is —
+            # the run's status under the new lease says whether anything is left to do
+        done = self.mine[run_id] = asyncio.Event()
         try:
-            epoch = await until_reachable(lambda: self._claim(run_id), what=f"claiming {run_id}")
-            if epoch is not None:  # else a live worker holds it: that one executes the run
-                await self._fenced(run_id, kind, epoch)
+            row = await until_reachable(lambda: self._claim(run_id), what=f"claiming {run_id}")
+            if row is not None:  # else a live worker holds it: that one executes the run
+                await self._fenced(row, kind)
         finally:
-            self.mine.discard(run_id)
+            del self.mine[run_id]
+            done.set()
 
-    async def _fenced(self, run_id: str, kind: Kind, epoch: int) -> None:
-        """Execute the run under lease ``epoch``, then let it go (or hand it over)."""
+    async def _fenced(self, row: RunRow, kind: Kind) -> None:
+        """Execute the run (``row``: read with its lease taken) under that lease, then let it go
+        (or hand it over)."""
         store = self.state.backend.runs
+        run_id, epoch = row.id, row.lease_epoch
         store.fence(run_id, self.owner, epoch)
         self.own.in_flight.inc()
         try:
-            row = await until_reachable(lambda: store.get(run_id), what=f"reading run {run_id}")
             if row.status not in EXECUTING:
                 return  # ended, paused or cancelled while it waited
             self.own.claims.observe(_since(row.updated_at))
@@ -209,23 +212,23 @@ class Worker:
                 with suppress(Exception):
                     await store.release_lease(run_id, self.owner, epoch)
 
-    async def _claim(self, run_id: str) -> int | None:
-        """The run's lease: at once, or once the dead holder's has lapsed (``None``: its holder
-        keeps renewing it — alive)."""
+    async def _claim(self, run_id: str) -> RunRow | None:
+        """The run's lease — at once, or once the dead holder's has lapsed — and its row as it
+        stands under it (``None``: its holder keeps renewing it — alive)."""
         store = self.state.backend.runs
         ttl = self.settings.lease_ttl_s
         seen: Any = None
-        while (epoch := await store.take_lease(run_id, self.owner, ttl)) is None:
+        while (taken := await store.take_lease(run_id, self.owner, ttl)) is None:
             row = await store.get(run_id)
             if row.lease_owner == self.owner:  # ours: an outage lost the answer to our take
-                return int(row.lease_epoch)  # (no other job of this process claims it)
+                return row  # (no other job of this process claims it)
             if row.lease_until is None:
                 continue  # released just now
             if seen is not None and row.lease_until != seen:
                 return None  # renewed while we waited: its holder is alive
             seen = row.lease_until
             await asyncio.sleep(min(ttl / 3, max(0.05, _until(row.lease_until))))
-        return epoch
+        return taken
 
     async def _execute(self, row: RunRow, kind: Kind, epoch: int) -> None:
         await until_reachable(lambda: self._begin(row, kind), what=f"starting run {row.id}")

@@ -24,6 +24,7 @@ from typing import Any, Protocol, cast
 from sqlalchemy import (
     Connection,
     Executable,
+    Row,
     and_,
     bindparam,
     delete,
@@ -158,7 +159,7 @@ class RunStore(Protocol):
     async def cancel_stored(self, run_id: str, reason: str, after_seq: int = 0) -> None: ...
 
     # --- leases: which process executes a run
-    async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> int | None: ...
+    async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> RunRow | None: ...
     async def renew_lease(
         self, run_id: str, owner: str, epoch: int, ttl_s: float
     ) -> bool | None: ...
@@ -215,9 +216,7 @@ class SqlRunStore:
                 conn.execute(_LOCK_SESSION, session)
             latest = conn.execute(_LATEST_IN_SESSION, session).first()
             if latest is not None and latest.status in unless:
-                found = RunRow(**latest._mapping)
-                make_transient_to_detached(found)
-                return found
+                return _detached(latest)
             for statement, parameters in statements:
                 conn.execute(statement, parameters)
             return None
@@ -440,10 +439,11 @@ class SqlRunStore:
         await self.direct.transaction(cancel)
 
     # --- leases -----------------------------------------------------------------------------------
-    async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> int | None:
+    async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> RunRow | None:
         """Take the run's lease for ``ttl_s`` seconds if no one holds it (or its holder let it
-        expire); the new epoch, or ``None`` when another process holds it. Taking it clears
-        neither its status nor a cancel request: the caller reads the row once it holds it."""
+        expire): the run's row as it stands with the lease taken (its new ``lease_epoch``), read
+        by the write that takes it; ``None`` when another process holds it. Taking it clears
+        neither its status nor a cancel request."""
         now = utcnow()
         statement = (
             update(RunRow)
@@ -456,10 +456,10 @@ class SqlRunStore:
                 lease_until=now + timedelta(seconds=ttl_s),
                 lease_epoch=RunRow.lease_epoch + 1,
             )
-            .returning(RunRow.lease_epoch)
+            .returning(*RunRow.__table__.columns)
         )
         rows = await self.direct.returning(statement)
-        return int(rows[0][0]) if rows else None
+        return _detached(rows[0]) if rows else None
 
     async def renew_lease(self, run_id: str, owner: str, epoch: int, ttl_s: float) -> bool | None:
         """Extend a lease this process holds: ``None`` if it is lost (another took the run),
@@ -594,6 +594,13 @@ class PostgresRunStore(SqlRunStore):
     async def request_cancel(self, run_id: str) -> None:
         statement = update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True)
         await self.direct.run([(statement, None), notify_statement(CONTROL, f"cancel:{run_id}")])
+
+
+def _detached(row: Row[Any]) -> RunRow:
+    """The run of a row read with every column (as if a session had loaded it and closed)."""
+    found = RunRow(**row._mapping)
+    make_transient_to_detached(found)
+    return found
 
 
 _OWNED_BY_RUN = (  # rows that belong to a run; its own row last
