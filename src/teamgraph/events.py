@@ -264,5 +264,8 @@ EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
 def event_from_json(data: str | bytes) -> Event:
-    """Parse one event serialised with ``event.model_dump_json()``."""
-    return EVENT_ADAPTER.validate_json(data)
+    """Parse one event serialised with ``event.model_dump_json()``; its :attr:`encoded` is that
+    JSON text, as read (a stored or relayed event is streamed without being serialised again)."""
+    event = EVENT_ADAPTER.validate_json(data)
+    event.__dict__["encoded"] = data if isinstance(data, str) else data.decode()
+    return event
