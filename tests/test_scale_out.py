@@ -16,10 +16,14 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
+
+from teamgraph.config import Settings
+from teamgraph.server.worker import Worker
 
 from .cluster import (
     PASSWORD,
@@ -316,3 +320,33 @@ async def test_two_workers_racing_for_one_run_execute_it_once(
             if line.startswith("teamgraph_worker_lease_renewals_total")
         )
     assert renewals > 0  # runs of several seconds renewed their leases
+
+
+async def test_a_second_job_for_a_run_claims_it_once_the_first_job_has_let_it_go() -> None:
+    """A resume queued as the run paused can reach the worker still finishing the run's first
+    execution (compacting, releasing the lease): it waits for that job, then claims the run as
+    any job does — it is neither dropped nor run beside the first."""
+    worker = Worker(Settings(database_url="postgresql://nobody@127.0.0.1:1/none"))
+    letting_go = asyncio.Event()
+    done: list[str] = []
+
+    async def claim(run_id: str) -> Any:
+        done.append(f"claim {len(done)}")
+        return SimpleNamespace(id=run_id)
+
+    async def fenced(row: Any, kind: str) -> None:
+        done.append(kind)
+        if kind == "start":
+            await letting_go.wait()
+
+    worker._claim, worker._fenced = claim, fenced  # type: ignore[method-assign]
+    first = asyncio.create_task(worker._run("r", "start"))
+    await eventually(lambda: done == ["claim 0", "start"], "the first job executes the run")
+    second = asyncio.create_task(worker._run("r", "resume"))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert done == ["claim 0", "start"] and not second.done()  # it waits for the first
+    letting_go.set()
+    await asyncio.gather(first, second)
+    assert done == ["claim 0", "start", "claim 2", "resume"]
+    assert not worker.mine
