@@ -27,7 +27,7 @@ from teamgraph.sandbox import ExecResult, Sandbox, SandboxLimits, SandboxUnavail
 from teamgraph.sandbox import bwrap as bwrap_module
 from teamgraph.sandbox import sandbox as runner_module
 from teamgraph.sandbox._host import HostSetup
-from teamgraph.tools.python_tool import TOOL_DESCRIPTION, make_python_tool
+from teamgraph.tools.library import TOOL_DESCRIPTION, make_python_tool
 
 from .helpers import CEILING_S
 

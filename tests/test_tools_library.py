@@ -23,14 +23,21 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
 from teamgraph.planning.routing import overlap_score
-from teamgraph.tools.calculator import evaluate, make_calculator_tool
-from teamgraph.tools.current_time import make_current_time_tool
-from teamgraph.tools.http_get import html_to_text, make_http_get_tool
-from teamgraph.tools.library import register_library
+from teamgraph.tools.library import (
+    evaluate,
+    make_calculator_tool,
+    make_current_time_tool,
+    register_library,
+)
 from teamgraph.tools.registry import ToolRegistry, ToolResources
-from teamgraph.tools.stock_quote import make_stock_quote_tool, stooq_symbol
-from teamgraph.tools.weather import make_weather_tool
-from teamgraph.tools.web_search import make_web_search_tool
+from teamgraph.tools.web import (
+    html_to_text,
+    make_http_get_tool,
+    make_stock_quote_tool,
+    make_weather_tool,
+    make_web_search_tool,
+    stooq_symbol,
+)
 
 from .helpers import CEILING_S
 

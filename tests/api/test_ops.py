@@ -385,7 +385,7 @@ async def test_request_id_is_echoed_and_logged_as_json(
 @tool
 def note(text: str) -> str:
     """Write a note in the log."""
-    logging.getLogger("teamgraph.tools.notes").warning("noting %s", text)
+    logging.getLogger("teamgraph.tools.registry").warning("noting %s", text)
     return "noted"
 
 

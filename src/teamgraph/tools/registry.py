@@ -1,15 +1,19 @@
-"""One registry of LangChain tools: built-ins and ``module:function`` references alike."""
+"""One registry of LangChain tools: built-ins and ``module:function`` references alike — and the
+note tools (``save_note``, ``search_notes``) it builds over the run's store."""
 
 from __future__ import annotations
 
 import importlib
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
 
 from teamgraph.errors import ToolNotFound
+from teamgraph.text import tokenize
 
 
 @dataclass
@@ -69,8 +73,6 @@ def import_tool(reference: str) -> BaseTool:
 
 def _note_tool(index: int) -> ToolFactory:
     def factory(resources: ToolResources) -> BaseTool:
-        from teamgraph.tools.notes import make_note_tools
-
         if resources.store is None:
             raise ToolNotFound("save_note and search_notes need a store; none is configured")
         return make_note_tools(resources.store, resources.notes_namespace)[index]
@@ -95,3 +97,34 @@ def builtin_registry() -> ToolRegistry:
         registry.register(name, _note_tool(index))
     register_library(registry)
     return registry
+
+
+# --- notes: Shared memory: notes that agents save and search through LangGraph's Store,
+# namespaced by
+def make_note_tools(store: Any, namespace: tuple[str, ...]) -> tuple[BaseTool, BaseTool]:
+    """``save_note`` and ``search_notes`` over ``store`` (a LangGraph ``BaseStore``)."""
+
+    async def save_note(text: str) -> str:
+        """Save a note to the team's shared memory for later steps, agents and conversations."""
+        key = uuid.uuid4().hex
+        await store.aput(namespace, key, {"text": text, "saved_at": time.time()}, index=False)
+        return f"saved note {key[:8]}"
+
+    async def search_notes(query: str, limit: int = 5) -> str:
+        """Search the notes saved in the team's shared memory (by this and other agents)."""
+        items = await store.asearch(namespace, limit=1000)
+        wanted = set(tokenize(query))
+        scored = sorted(
+            ((len(wanted & set(tokenize(i.value["text"]))), i.value["saved_at"], i) for i in items),
+            key=lambda t: (t[0], t[1]),
+            reverse=True,
+        )
+        hits = [item.value["text"] for score, _, item in scored if score > 0][:limit]
+        if not hits:
+            return f'No notes matched "{query}".'
+        return "\n".join(f"- {text}" for text in hits)
+
+    return (
+        StructuredTool.from_function(coroutine=save_note, name="save_note"),
+        StructuredTool.from_function(coroutine=search_notes, name="search_notes"),
+    )
