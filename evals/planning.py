@@ -38,10 +38,9 @@ from typing import Any
 
 import yaml
 
-from teamgraph.llm._moderation import is_vague
+from teamgraph.llm._roles import is_vague
 from teamgraph.plan import Plan, PlanDecision
-from teamgraph.planning.meaning import EXAMPLES_FILE
-from teamgraph.planning.routing import WorkerInfo
+from teamgraph.planning.routing import EXAMPLES_FILE, WorkerInfo
 from teamgraph.planning.rules import plan_by_rules
 from teamgraph.planning.templates import available
 

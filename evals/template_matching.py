@@ -17,7 +17,7 @@ import numpy as np
 import yaml
 
 from teamgraph.embeddings import similarity
-from teamgraph.planning import meaning
+from teamgraph.planning import routing
 from teamgraph.planning.rules import STRONG_TEMPLATE
 from teamgraph.planning.templates import available, ranked, shaped
 
@@ -28,7 +28,7 @@ MARGIN = 0.05
 def main() -> None:
     cases = [(r, e) for r, e in yaml.safe_load(CASES.read_text(encoding="utf-8"))["cases"]]
     templates = {k: v for k, v in available().items() if k != "parallel_comparison"}
-    bank = meaning._bank()
+    bank = routing._bank()
     if bank is None:
         raise SystemExit("needs the offline embeddings (wordllama)")
     names = list(templates)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from teamgraph import UsageError
-from teamgraph.llm._moderation import is_vague
+from teamgraph.llm._roles import is_vague
 from teamgraph.runtime.team_api import Team
 
 from .helpers import EXAMPLES, by_type, desk_team

@@ -28,7 +28,7 @@ def test_the_routing_examples_are_the_development_set_and_never_held_out() -> No
     (`evals/planning.py --write-examples`): in step with it, and with no held-out request."""
     import yaml
 
-    from teamgraph.planning.meaning import EXAMPLES_FILE, examples_of
+    from teamgraph.planning.routing import EXAMPLES_FILE, examples_of
 
     shipped = {request for request, _ in examples_of(EXAMPLES_FILE)}
     dev = yaml.safe_load((REPO / "evals" / "planning.yaml").read_text())["cases"]

@@ -9,7 +9,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from teamgraph import Plan, Step
 from teamgraph.durable import StepRecord
-from teamgraph.patterns.synthesis import NO_RESULTS, concat_report
+from teamgraph.patterns.workflow import NO_RESULTS, concat_report
 from teamgraph.testing import FunctionChatModel, transient
 
 from .helpers import (

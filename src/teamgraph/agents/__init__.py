@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
-from teamgraph.agents.base import AgentExtras, AgentOutcome, AgentRunner
+from teamgraph.agents.base import (
+    AgentExtras,
+    AgentOutcome,
+    AgentRunner,
+    run_function_agent,
+    structured_answer,
+)
 from teamgraph.agents.codeact import run_codeact_agent
-from teamgraph.agents.function import run_function_agent
 from teamgraph.agents.react import run_react_agent
-from teamgraph.agents.structured import structured_answer
 from teamgraph.brief import Assignment
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -15,6 +16,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from pydantic import BaseModel
 
 from teamgraph import prompts
 from teamgraph.agents.toolbox import Toolbox, call_properties
@@ -22,7 +24,14 @@ from teamgraph.brief import Assignment, Brief, ToolInfo
 from teamgraph.durable import JournalKey
 from teamgraph.errors import AgentFailed, MaxIterationsExceeded
 from teamgraph.events import AgentMessage, AgentStarted
-from teamgraph.llm.call import Caller, Schema, ask, ask_structured, schema_name
+from teamgraph.llm.call import (
+    Caller,
+    Schema,
+    StructuredOutputError,
+    ask,
+    ask_structured,
+    schema_name,
+)
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec
 
@@ -210,3 +219,74 @@ def flatten_tool_calls(messages: list[BaseMessage]) -> list[BaseMessage]:
 AgentRunner = Callable[
     [AgentSpec, Assignment, RunContext, str | None, AgentExtras | None], Awaitable[AgentOutcome]
 ]
+
+
+# --- function ----------------------------------------------------------------------------------
+# The ``function`` agent: native tool calling; several calls in one turn run concurrently and
+# their results go back in call order.
+async def run_function_agent(
+    agent: AgentSpec,
+    assignment: Assignment,
+    ctx: RunContext,
+    step_id: str | None = None,
+    extras: AgentExtras | None = None,
+) -> AgentOutcome:
+    """Call the model; run the tools it asks for; repeat until it answers, hands off, or hits
+    the limit."""
+    turn, toolbox = open_turn(
+        agent, assignment, ctx, step_id, extras, lambda _: worker_system(agent)
+    )
+    tools = list(toolbox.tools.values())
+    bound = turn.model.bind_tools(tools) if tools else turn.model
+    warned = False
+    for _ in range(agent.max_iterations):
+        reply = await turn.ask(bound)
+        turn.messages.append(reply)
+        if reply.tool_calls:
+            key = turn.key
+            calls = reply.tool_calls
+            results = await asyncio.gather(
+                *(toolbox.call_message(c, key.tool(i)) for i, c in enumerate(calls))
+            )
+            turn.messages.extend(results)
+            if toolbox.handoff:
+                return turn.handoff(toolbox.handoff)
+        elif reply.text.strip():
+            return turn.finish(reply.text)
+        else:
+            warned = empty_reply_guard(turn, warned)
+    return await answer_at_limit(turn, flatten_tool_calls)
+
+
+# --- structured: Structured output: the agent's final answer as its ``output_schema``, validated.
+async def structured_answer(outcome: AgentOutcome) -> AgentOutcome:
+    """Ask for the answer as ``output_schema``, through the model-call path (budget, retries,
+    journal, usage); one more attempt with the validation error when the reply is invalid."""
+    turn = outcome.turn
+    assert turn is not None
+    schema = turn.agent.output_schema
+    assert schema is not None
+    if isinstance(schema, dict) and "title" not in schema:  # the tool name providers require
+        schema = {"title": "final_answer", "description": "The final answer.", **schema}
+    messages: list[BaseMessage] = [
+        *outcome.messages,
+        HumanMessage(prompts.structured_request(_schema_text(schema))),
+    ]
+    try:
+        value = await turn.ask_structured(schema, messages)
+    except StructuredOutputError as exc:
+        raise AgentFailed(
+            f"agent {turn.agent.name!r} returned invalid structured output twice: {exc}"
+        ) from None
+    data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    text = json.dumps(data, ensure_ascii=False)
+    return AgentOutcome(text, outcome.messages, value, start=outcome.start, turn=turn)
+
+
+def _schema_text(schema: Any) -> str:
+    data = (
+        schema.model_json_schema()
+        if isinstance(schema, type) and issubclass(schema, BaseModel)
+        else schema
+    )
+    return json.dumps(data, ensure_ascii=False)

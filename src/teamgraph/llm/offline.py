@@ -28,7 +28,6 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 
 from teamgraph import prompts
 from teamgraph.brief import Brief, current_brief
-from teamgraph.llm import _collab
 from teamgraph.llm._binding import BindsTools
 from teamgraph.llm._comparison import comparison_answer
 from teamgraph.llm._extractive import (
@@ -39,9 +38,14 @@ from teamgraph.llm._extractive import (
     small_talk,
     split_blocks,
 )
-from teamgraph.llm._moderation import moderate
-from teamgraph.llm._protocols import codeact_reply, react_reply
-from teamgraph.llm._supervision import supervisor_reply
+from teamgraph.llm._roles import (
+    codeact_reply,
+    collaborates,
+    collaboration_reply,
+    moderate,
+    react_reply,
+    supervisor_reply,
+)
 from teamgraph.planning.request_structure import parse_comparison
 from teamgraph.planning.routing import WorkerInfo, overlap_score
 from teamgraph.planning.rules import comparison_in_task, decompose
@@ -130,8 +134,8 @@ def _reply(
         return AIMessage(content=_synthesis(brief.request, sources))
     if brief.role == "supervisor" and tools:
         return supervisor_reply(brief, tools)
-    if _collab.handles(brief, tools):  # collaborative outlines, drafts and review verdicts
-        return _collab.reply(brief)
+    if collaborates(brief, tools):  # collaborative outlines, drafts and review verdicts
+        return collaboration_reply(brief)
     if brief.agent_kind == "react":
         return AIMessage(react_reply(brief, messages, fill_arguments))
     if brief.agent_kind == "codeact":

@@ -99,8 +99,9 @@ def builtin_registry() -> ToolRegistry:
     return registry
 
 
-# --- notes: Shared memory: notes that agents save and search through LangGraph's Store,
-# namespaced by
+# --- notes -------------------------------------------------------------------------------------
+# Shared memory: notes that agents save and search through LangGraph's Store, namespaced by team
+# and user, so they outlive steps, agents and threads.
 def make_note_tools(store: Any, namespace: tuple[str, ...]) -> tuple[BaseTool, BaseTool]:
     """``save_note`` and ``search_notes`` over ``store`` (a LangGraph ``BaseStore``)."""
 
