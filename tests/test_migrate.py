@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from teamgraph.storage import migrate
+from teamgraph.storage import run_store as migrate
 
 
 async def _tables(url: str) -> set[str]:

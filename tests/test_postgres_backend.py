@@ -130,7 +130,7 @@ async def test_an_idle_pooled_connection_is_lent_unchecked_until_the_database_en
     a live idle one is not suspect; once the server ends it, it is (and is then checked)."""
     import psycopg
 
-    from teamgraph.storage.liveness import disturbed
+    from teamgraph.storage.outages import disturbed
 
     conn = await psycopg.AsyncConnection.connect(pg_url, autocommit=True)
     try:

@@ -276,8 +276,8 @@ async def test_a_rate_is_shared_by_every_process_on_the_database(pg_url: str) ->
     from sqlalchemy import text
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from teamgraph.storage.migrate import upgrade
     from teamgraph.storage.rates import SharedRates
+    from teamgraph.storage.run_store import upgrade
 
     url = pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
     engines = [create_async_engine(url), create_async_engine(url)]

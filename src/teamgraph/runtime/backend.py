@@ -25,8 +25,7 @@ from teamgraph.storage import sqlite
 from teamgraph.storage.cached_plans import PlanCacheStore, SqlitePlanCache, StorePlanCache
 from teamgraph.storage.checkpoints import SqliteCheckpointer, with_crash_points
 from teamgraph.storage.direct import Direct
-from teamgraph.storage.liveness import check_if_disturbed, replace_if_disturbed
-from teamgraph.storage.outages import purged_on_outage
+from teamgraph.storage.outages import check_if_disturbed, purged_on_outage, replace_if_disturbed
 from teamgraph.storage.rates import SharedRates
 from teamgraph.storage.run_records import SqliteRecords, StoreJournal, StoreStepLedger
 from teamgraph.storage.run_store import PostgresRunStore, RunStore, SqlRunStore

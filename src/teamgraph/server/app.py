@@ -19,10 +19,9 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from teamgraph.config import Settings
 from teamgraph.runtime.backend import open_backend
 from teamgraph.runtime.retention import pruning
-from teamgraph.server import compat, ops, protocols
+from teamgraph.server import compat, ops, protocols, routes
 from teamgraph.server.deps import OAUTH2, get_claims
 from teamgraph.server.http_errors import ShapedErrors, install_error_handlers
-from teamgraph.server.routes import auth, sessions, teams, web
 from teamgraph.server.run_manager import RunManager
 from teamgraph.server.state import AppState, load_teams
 
@@ -58,13 +57,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app, protocols.ERROR_SHAPES)
     ops.install(app, settings)  # ops: rate limits, body limit, CORS, request ids, /health, /metrics
     app.add_middleware(ShapedErrors, shapes=protocols.ERROR_SHAPES)  # their 413, 429 too
-    routers = (auth.router, teams.router, sessions.router, *other_protocols, *compat.ROUTERS)
+    core = (routes.auth_router, routes.teams_router, routes.sessions_router)
+    routers = (*core, *other_protocols, *compat.ROUTERS)
     for router in routers:
         app.include_router(router)
     # a request is matched against the routes one by one, in order: the runs' routes (every
     # run's two requests) first, FastAPI's docs after the API's (all paths are distinct)
     app.router.routes[:] = [route for route in app.router.routes if route not in docs] + docs
-    web.install(app)  # the web workspace at /
+    routes.install_workspace(app)  # the web workspace at /
     _document_credentials(app, (runs_api, *routers))
     return app
 

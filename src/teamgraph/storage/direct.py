@@ -130,9 +130,10 @@ class Direct:
     ) -> T:
         """``work`` on a connection — in a transaction (``atomic``), else autocommit — once more
         if the server had ended the connection it was lent: the pool lends without a round trip
-        (:mod:`teamgraph.storage.liveness`) and the server's goodbye can arrive just after the
-        lend. Nothing runs twice — the server ran none of the first attempt — and SQLAlchemy has
-        invalidated that connection and every older one: the second attempt gets a new one."""
+        (:func:`~teamgraph.storage.outages.replace_if_disturbed`) and the server's goodbye can
+        arrive just after the lend. Nothing runs twice — the server ran none of the first
+        attempt — and SQLAlchemy has invalidated that connection and every older one: the second
+        attempt gets a new one."""
         try:
             return await self._attempt(work, atomic)
         except DBAPIError as exc:

@@ -10,8 +10,7 @@ engine. One conformance suite (``tests/test_run_store.py``) runs against both.
 **Seqs.** Every event of a run has a ``seq``, increasing across executions of the run (a resumed
 run continues above anything an earlier execution could have used, even one that crashed). A
 :class:`SeqBlock` hands seqs out in memory and keeps a high-water mark *reserved* in the run's row
-ahead of them: the row's ``last_seq`` is always at or above every seq handed out.
-"""
+ahead of them: the row's ``last_seq`` is always at or above every seq handed out."""
 
 from __future__ import annotations
 
@@ -19,8 +18,11 @@ import asyncio
 import builtins
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Protocol, cast
 
+from alembic import command
+from alembic.config import Config
 from sqlalchemy import (
     Connection,
     Executable,
@@ -43,7 +45,6 @@ from teamgraph.errors import LeaseLost, RunNotFound, UsageError
 from teamgraph.events import BaseEvent, Event, RunCancelled, event_from_json
 from teamgraph.status import RunStatus
 from teamgraph.storage.direct import Direct, Statement
-from teamgraph.storage.migrate import upgrade
 from teamgraph.storage.models import (
     EventRow,
     MessageRow,
@@ -622,3 +623,30 @@ def _rows(events: Sequence[BaseEvent]) -> list[dict[str, Any]]:
 
 def _type(event: BaseEvent) -> str:
     return cast(Event, event).type
+
+
+# --- migrate -----------------------------------------------------------------------------------
+# Schema migrations (Alembic), run on start-up and by ``teamgraph db upgrade``.
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
+    """Bring the app tables to ``revision``, all or nothing: a process killed half-way leaves the
+    schema as it was (on SQLite too, whose driver runs DDL outside transactions unless one was
+    begun explicitly), and concurrent processes upgrade one after the other."""
+    async with engine.begin() as conn:
+        await conn.run_sync(lambda sync: _upgrade(sync, revision))
+
+
+def _upgrade(connection: Connection, revision: str) -> None:
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    command.upgrade(alembic_config(connection), revision)
