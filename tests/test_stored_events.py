@@ -15,7 +15,7 @@ from teamgraph.events import BaseEvent, RunCompleted, TokenDelta, TokenUsage, To
 from teamgraph.runtime.event_log import EventLog, EventWriter, follow
 from teamgraph.storage.run_store import RunStore
 
-from .helpers import by_type, desk_team
+from .helpers import by_type, desk_team, eventually
 
 
 async def _stored(store: RunStore, run_id: str) -> list[str]:
@@ -173,3 +173,32 @@ async def test_a_follower_gets_the_last_events_of_a_run_that_ended_as_it_read() 
     got = [e.type for batch in [b async for b in batches] for e in batch]
     assert got == ["token", "run_completed"]
     assert store.reads == 2  # the status came with the events: nothing read after the end
+
+
+class _RefusesFirst:
+    """A store that refuses its first batch — after ``release`` — and keeps the endings."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.calls = 0
+        self.ends: dict[str, Any] = {}
+
+    async def append(self, events: list[BaseEvent], *also: Any, ends: Any = None) -> None:
+        self.calls += 1
+        if self.calls == 1:
+            await self.release.wait()
+            raise ValueError("refused")
+        self.ends.update(ends or {})
+
+
+async def test_events_refused_while_the_run_ends_do_not_fail_its_end() -> None:
+    store = _RefusesFirst()
+    log = EventLog(EventWriter(store))  # type: ignore[arg-type]
+    log.add(_tokens("r", 1)[0])
+    flushed = asyncio.create_task(log.stored_all())  # its batch is in flight …
+    await eventually(lambda: store.calls == 1, "the first batch is being written")
+    ending = asyncio.create_task(log.end_with("r", {"status": "completed"}))
+    await asyncio.sleep(0)
+    store.release.set()  # … and refused after the run asked to end
+    await asyncio.gather(flushed, ending)  # the refusal is logged, not the run's end's failure
+    assert store.ends == {"r": {"status": "completed"}}

@@ -208,9 +208,11 @@ class EventWriter:
         for part in batch:
             if len(batch) > 1:
                 failure = await self._append(part.events, part.also, dict(part.endings))
-            if failure is not None and part.ending is not None and not is_outage(failure):
+            if part.ending is None:
+                continue  # its events are lost (logged); the run goes on
+            if failure is not None and not is_outage(failure):
                 failure = await self._append([], [], dict(part.endings))  # the status alone
-            part.log.failure = failure
+            part.log.failure = failure  # what its end_with raises
 
     async def _append(
         self, events: list[BaseEvent], also: list[Statement], ends: dict[str, dict[str, Any]]
