@@ -15,6 +15,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +25,7 @@ import pytest
 
 from teamgraph.config import Settings
 from teamgraph.server.worker import Worker
+from teamgraph.storage.models import utcnow
 
 from .cluster import (
     PASSWORD,
@@ -350,3 +352,31 @@ async def test_a_second_job_for_a_run_claims_it_once_the_first_job_has_let_it_go
     await asyncio.gather(first, second)
     assert done == ["claim 0", "start", "claim 2", "resume"]
     assert not worker.mine
+
+
+async def test_a_lease_its_holder_lets_go_is_claimed_after_a_short_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A resume claimed on another worker while the run's last execution finishes there: the
+    lease is looked at again after 50 ms, then twice as long — not a third of the lease later."""
+    worker = Worker(Settings(database_url="postgresql://nobody@127.0.0.1:1/none"))
+    held = SimpleNamespace(id="r", lease_owner="other", lease_until=utcnow() + timedelta(seconds=9))
+    takes = iter([None, None, None, SimpleNamespace(id="r", lease_epoch=2)])
+
+    class Store:
+        async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> Any:
+            return next(takes)
+
+        async def get(self, run_id: str) -> Any:
+            return held  # neither renewed nor lapsed yet
+
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 3))
+
+    worker.state = SimpleNamespace(backend=SimpleNamespace(runs=Store()))  # type: ignore[assignment]
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    claimed = await worker._claim("r")
+    assert claimed is not None and claimed.lease_epoch == 2
+    assert slept == [0.05, 0.1, 0.2]

@@ -213,11 +213,15 @@ class Worker:
                     await store.release_lease(run_id, self.owner, epoch)
 
     async def _claim(self, run_id: str) -> RunRow | None:
-        """The run's lease — at once, or once the dead holder's has lapsed — and its row as it
-        stands under it (``None``: its holder keeps renewing it — alive)."""
+        """The run's lease — at once, once its holder lets it go, or once a dead holder's has
+        lapsed — and its row as it stands under it (``None``: its holder keeps renewing it —
+        alive). A holder finishing the run's last execution lets it go within moments (a resume
+        queued as the run paused): it is looked at again after 50 ms, then twice as long each
+        time, up to a third of the lease."""
         store = self.state.backend.runs
         ttl = self.settings.lease_ttl_s
         seen: Any = None
+        wait = 0.05
         while (taken := await store.take_lease(run_id, self.owner, ttl)) is None:
             row = await store.get(run_id)
             if row.lease_owner == self.owner:  # ours: an outage lost the answer to our take
@@ -227,7 +231,8 @@ class Worker:
             if seen is not None and row.lease_until != seen:
                 return None  # renewed while we waited: its holder is alive
             seen = row.lease_until
-            await asyncio.sleep(min(ttl / 3, max(0.05, _until(row.lease_until))))
+            await asyncio.sleep(min(wait, max(0.05, _until(row.lease_until))))
+            wait = min(wait * 2, ttl / 3)
         return taken
 
     async def _execute(self, row: RunRow, kind: Kind, epoch: int) -> None:
