@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from teamgraph.llm.frames import Frames
+from teamgraph.llm.call import Frames
 from teamgraph.runtime.team_api import Team
 
 from .helpers import by_type, eventually, run_collect

@@ -206,7 +206,7 @@ class Resumed(BaseEvent):
 
 class UsageRecorded(BaseEvent):
     """One model call's cost, and why the model stopped (``length``: cut by the output limit;
-    see :mod:`teamgraph.llm.finish`)."""
+    see :func:`teamgraph.llm.call.stop_reason`)."""
 
     type: Literal["usage"] = "usage"
     agent: str

@@ -14,12 +14,13 @@ returned as it was — nothing is asked, spent or counted again. Otherwise, in o
    reported as :mod:`teamgraph.llm.provider_errors` classifies it;
 3. **journal** — the reply and what it cost are recorded at once (the window in which a crash
    loses a paid reply is this one write);
-4. **usage** — counted per step, agent and run, and emitted once as a ``usage`` event.
-"""
+4. **usage** — counted per step, agent and run, and emitted once as a ``usage`` event."""
 
 from __future__ import annotations
 
+import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -35,10 +36,9 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from teamgraph import prompts
 from teamgraph.brief import Brief, briefed
 from teamgraph.durable import Journal, JournalKey, ModelEntry, once
+from teamgraph.errors import ModelCallFailed
 from teamgraph.events import BaseEvent, ModelRetry, TokenDelta, UsageRecorded
 from teamgraph.llm.cassette import Cassette, model_request
-from teamgraph.llm.finish import check_declined, stop_reason
-from teamgraph.llm.frames import Frames
 from teamgraph.llm.lean_calls import direct_call, direct_stream, streams
 from teamgraph.llm.provider_errors import (
     MAX_RETRY_AFTER_S,
@@ -422,3 +422,78 @@ def _revive(schema: Schema, parsed: Any) -> Any:
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return schema.model_validate(parsed)
     return parsed
+
+
+# --- frames ------------------------------------------------------------------------------------
+# Token frames: a model's streamed text as few events as a reader needs. The first piece goes out
+# at once (time to first token is unchanged); later pieces wait at most ``interval`` seconds and
+# go out together, or as soon as ``chars`` characters wait. The frames join to the text the model
+# wrote, exactly, so a replay of the events reproduces it.
+class Frames:
+    """Collects streamed text and hands it to ``send`` in frames (``interval`` 0: every piece
+    as it comes)."""
+
+    def __init__(self, send: Callable[[str], object], interval: float, chars: int) -> None:
+        self.send, self.interval, self.chars = send, interval, chars
+        self.waiting: list[str] = []
+        self.size = 0
+        self.sent_at = float("-inf")
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, text: str) -> None:
+        self.waiting.append(text)
+        self.size += len(text)
+        since = time.monotonic() - self.sent_at
+        if self.size >= self.chars or since >= self.interval:
+            self.flush()
+        elif self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(self.interval - since, self.flush)
+
+    def flush(self) -> None:
+        """Send what waits now (nothing waits: nothing is sent)."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.waiting:
+            text, self.waiting, self.size = "".join(self.waiting), [], 0
+            self.sent_at = time.monotonic()
+            self.send(text)
+
+
+# --- finish ------------------------------------------------------------------------------------
+# Why a model stopped, in one vocabulary whatever the provider said: ``stop``, ``length`` (cut by
+# the output limit), ``tool_calls``, ``content_filter``, ``refusal`` (or the provider's own word
+# when it is none of these; empty when it said nothing).
+_WORDS = {
+    "stop": "stop",  # OpenAI, Ollama
+    "end_turn": "stop",  # Anthropic
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "length": "length",  # OpenAI, Ollama
+    "max_tokens": "length",  # Anthropic
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "content_filter": "content_filter",
+    "refusal": "refusal",
+}
+DECLINED = ("refusal", "content_filter")
+
+
+def stop_reason(reply: AIMessage) -> str:
+    """Why ``reply`` ended (see the module's docstring)."""
+    if reply.additional_kwargs.get("refusal"):
+        return "refusal"
+    meta = reply.response_metadata
+    said = meta.get("finish_reason") or meta.get("stop_reason") or meta.get("done_reason") or ""
+    return _WORDS.get(str(said), str(said))
+
+
+def check_declined(reply: AIMessage, model: str) -> None:
+    """Raise :class:`ModelCallFailed` when the model declined to answer (a refusal, a content
+    filter) and gave nothing else: the step fails with the model's words, not an empty answer."""
+    reason = stop_reason(reply)
+    if reason not in DECLINED or reply.tool_calls:
+        return
+    said = str(reply.additional_kwargs.get("refusal") or reply.text or "").strip()
+    raise ModelCallFailed(f"{model} declined to answer ({reason})" + (f": {said}" if said else ""))
