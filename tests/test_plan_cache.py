@@ -13,7 +13,7 @@ from langgraph.store.memory import InMemoryStore
 
 from teamgraph.config import Settings
 from teamgraph.plan import Plan, Step
-from teamgraph.planning.plan_reuse import fill, skeleton, words_of
+from teamgraph.planning.plan_cache import fill, skeleton, words_of
 from teamgraph.storage.cached_plans import CacheEntry, StorePlanCache
 from teamgraph.testing import FunctionChatModel
 

@@ -39,7 +39,7 @@ _NAMESPACE = ("teamgraph", "plan_cache")
 @dataclass(frozen=True)
 class CacheEntry:
     """One cached plan. ``vector``: the request's unit vector (float32 bytes); ``skeleton``:
-    the plan with slots (JSON, :mod:`teamgraph.planning.plan_reuse`)."""
+    the plan with slots (JSON, :func:`teamgraph.planning.plan_cache.skeleton`)."""
 
     id: str
     team: str
