@@ -360,7 +360,8 @@ async def test_a_lease_its_holder_lets_go_is_claimed_after_a_short_look(
     """A resume claimed on another worker while the run's last execution finishes there: the
     lease is looked at again after 50 ms, then twice as long — not a third of the lease later."""
     worker = Worker(Settings(database_url="postgresql://nobody@127.0.0.1:1/none"))
-    held = SimpleNamespace(id="r", lease_owner="other", lease_until=utcnow() + timedelta(seconds=9))
+    until = utcnow() + timedelta(seconds=9)
+    held = SimpleNamespace(id="r", status="running", lease_owner="other", lease_until=until)
     takes = iter([None, None, None, SimpleNamespace(id="r", lease_epoch=2)])
 
     class Store:
@@ -380,3 +381,38 @@ async def test_a_lease_its_holder_lets_go_is_claimed_after_a_short_look(
     claimed = await worker._claim("r")
     assert claimed is not None and claimed.lease_epoch == 2
     assert slept == [0.05, 0.1, 0.2]
+
+
+async def test_a_resume_waits_for_a_lease_renewed_by_a_holder_done_with_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A renewal means the holder executes the run — unless the run is stored ``pending``: then
+    the holder is finishing its last execution (a resume was queued as it paused) and the job
+    waits for the lease instead of leaving the resume to the orphan sweep."""
+    worker = Worker(Settings(database_url="postgresql://nobody@127.0.0.1:1/none"))
+    until = utcnow() + timedelta(seconds=9)
+
+    def held(status: str, renewals: int) -> SimpleNamespace:
+        renewed = until + timedelta(seconds=renewals)
+        return SimpleNamespace(id="r", status=status, lease_owner="other", lease_until=renewed)
+
+    class Store:
+        def __init__(self, status: str) -> None:
+            self.status, self.reads = status, 0
+            self.takes = iter([None, None, None, SimpleNamespace(id="r", lease_epoch=2)])
+
+        async def take_lease(self, run_id: str, owner: str, ttl_s: float) -> Any:
+            return next(self.takes)
+
+        async def get(self, run_id: str) -> Any:
+            self.reads += 1
+            return held(self.status, self.reads)  # renewed between every two looks
+
+    async def sleep(seconds: float) -> None:
+        pass
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    for status, claims in (("pending", True), ("running", False)):
+        worker.state = SimpleNamespace(backend=SimpleNamespace(runs=Store(status)))  # type: ignore[assignment]
+        claimed = await worker._claim("r")
+        assert (claimed is not None) is claims, status

@@ -214,10 +214,12 @@ class Worker:
 
     async def _claim(self, run_id: str) -> RunRow | None:
         """The run's lease — at once, once its holder lets it go, or once a dead holder's has
-        lapsed — and its row as it stands under it (``None``: its holder keeps renewing it —
-        alive). A holder finishing the run's last execution lets it go within moments (a resume
-        queued as the run paused): it is looked at again after 50 ms, then twice as long each
-        time, up to a third of the lease."""
+        lapsed — and its row as it stands under it (``None``: its holder renews it while the run
+        executes — alive, it executes the run). A run stored ``pending`` under a live holder's
+        lease is one the holder has finished executing (a resume was queued as the run paused,
+        while the holder compacts and lets it go): that lease is waited for, renewed or not. It
+        is looked at again after 50 ms, then twice as long each time, up to a third of the
+        lease."""
         store = self.state.backend.runs
         ttl = self.settings.lease_ttl_s
         seen: Any = None
@@ -228,8 +230,8 @@ class Worker:
                 return row  # (no other job of this process claims it)
             if row.lease_until is None:
                 continue  # released just now
-            if seen is not None and row.lease_until != seen:
-                return None  # renewed while we waited: its holder is alive
+            if seen is not None and row.lease_until != seen and row.status != "pending":
+                return None  # renewed while we waited: its holder is alive and executes it
             seen = row.lease_until
             await asyncio.sleep(min(wait, max(0.05, _until(row.lease_until))))
             wait = min(wait * 2, ttl / 3)
