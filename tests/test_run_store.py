@@ -418,6 +418,11 @@ async def test_only_a_queued_run_no_worker_claimed_is_cancelled_at_once(backend:
     assert (queued.status, queued.last_seq) == ("cancelled", 11)
     assert [e.type async for e in runs.events("queued")] == ["run_cancelled"]
     assert (await runs.get("claimed")).status == "pending"
+    await runs.create({**row("clash"), "status": "pending", "last_seq": 3})
+    await runs.append([message("clash", 4)])  # seq 4 is taken: the cancel's event cannot be
+    with pytest.raises(IntegrityError):
+        await runs.cancel_if_queued("clash", "cancelled")
+    assert (await runs.get("clash")).status == "pending"  # one transaction: nothing of it stays
 
 
 async def test_orphans_are_the_executing_runs_no_process_holds(backend: Backend) -> None:

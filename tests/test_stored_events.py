@@ -202,3 +202,16 @@ async def test_events_refused_while_the_run_ends_do_not_fail_its_end() -> None:
     store.release.set()  # … and refused after the run asked to end
     await asyncio.gather(flushed, ending)  # the refusal is logged, not the run's end's failure
     assert store.ends == {"r": {"status": "completed"}}
+
+
+class _Stopped:
+    """A run that stopped without its last events (the database refused them): its stored
+    events end with a token, its status says it completed."""
+
+    async def page(self, run_id: str, after_seq: int = 0) -> tuple[list[BaseEvent], str]:
+        return [e for e in _tokens("r", 2) if e.seq > after_seq], "completed"
+
+
+async def test_a_follower_ends_when_the_run_stopped_without_its_last_events() -> None:
+    batches = follow(_Stopped(), _Quiet(), "r", poll_s=0.01)  # type: ignore[arg-type]
+    assert [e.seq for batch in [b async for b in batches] for e in batch] == [1, 2]

@@ -331,9 +331,9 @@ async def _follow(
     store: RunStore, notes: Notifications, run_id: str, after_seq: int, poll_s: float
 ) -> AsyncGenerator[list[Event], None]:
     """:func:`follow` while the database answers. A run's last events are stored with its
-    status (:meth:`EventLog.end_with`): the stream ends at an end event as it comes; at a pause,
-    or before any event, the store is read — the events with the status — to know whether the
-    run still executes."""
+    status (:meth:`EventLog.end_with`): the stream ends at an end event as it comes, or when a
+    read of the store — the events with the status — finds the run stopped (paused, or ended
+    without its last events: the database refused them); a pause as it comes is such a read."""
     last, tail, read = after_seq, "", True
     with notes.subscribe(EVENTS, run_id) as told:
         while True:
@@ -346,8 +346,8 @@ async def _follow(
                         yield batch
                     if len(events) < PAGE:
                         break
-                if tail in END_EVENTS or (tail in ("", *PAUSE_EVENTS) and status not in EXECUTING):
-                    return
+                if tail in END_EVENTS or status not in EXECUTING:
+                    return  # read with its status: what it stored is all read
             elif tail in END_EVENTS:
                 return
             elif tail in PAUSE_EVENTS:  # is it still paused? read with what may follow it

@@ -496,22 +496,33 @@ class SqlRunStore:
 
     async def cancel_if_queued(self, run_id: str, reason: str) -> bool:
         """Cancel a run that waits in the queue and no worker has claimed (``False``: one has,
-        or it is not queued): its status (one conditional write), then ``run_cancelled``."""
+        or it is not queued): its status and its ``run_cancelled`` event in one transaction —
+        the conditional write first (it locks the row; its ``last_seq`` is the event's seq)."""
         now = utcnow()
         statement = (
             update(RunRow)
             .where(RunRow.id == run_id, RunRow.status == "pending", RunRow.lease_owner.is_(None))
-            .values(status="cancelled", error="cancelled", finished_at=now, updated_at=now)
+            .values(
+                status="cancelled",
+                error="cancelled",
+                finished_at=now,
+                updated_at=now,
+                last_seq=RunRow.last_seq + 1,
+            )
             .returning(RunRow.last_seq, RunRow.team_name)
         )
-        rows = await self.direct.returning(statement)
-        if not rows:
-            return False
-        found: Any = rows[0]
-        seq, team = int(found.last_seq) + 1, str(found.team_name)
-        await self.append([RunCancelled(run_id=run_id, seq=seq, path=[team], reason=reason)])
-        await self.update(run_id, last_seq=seq)
-        return True
+
+        def cancel(conn: Connection) -> bool:
+            found: Any = conn.execute(statement).first()
+            if found is None:
+                return False
+            path = [str(found.team_name)]
+            event = RunCancelled(run_id=run_id, seq=int(found.last_seq), path=path, reason=reason)
+            for insert_, values in self._stored([event]):
+                conn.execute(insert_, values)
+            return True
+
+        return await self.direct.transaction(cancel)
 
     async def request_cancel(self, run_id: str) -> None:
         """Ask whichever process executes the run to stop it (it checks at its next lease
