@@ -272,7 +272,7 @@ def make_current_time_tool(clock: Callable[[], datetime] | None = None) -> BaseT
     )
 
 
-# --- python_tool: the LangChain tool that runs a model's Python code in teamgraph's sandbox.
+# --- python: the LangChain tool that runs a model's Python code in teamgraph's sandbox.
 TOOL_NAME = "python"
 TOOL_DESCRIPTION = (
     "Run Python code in an isolated sandbox (no network, no access outside a temporary working "

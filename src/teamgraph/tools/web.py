@@ -25,8 +25,7 @@ import httpx
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
-# --- _http: HTTP plumbing shared by the online tools (``http_get``, ``web_search``, ``weather``,
-# …).
+# --- the HTTP plumbing the online tools share ----------------------------------------------
 USER_AGENT = "teamgraph-tools/0.1 (multi-agent assistant; +https://pypi.org/project/teamgraph/)"
 P = ParamSpec("P")
 T = TypeVar("T")
