@@ -125,6 +125,34 @@ class Cluster:
                         found.append(span)
         return found
 
+    def report(self, run_ids: list[str]) -> str:
+        """What a test that waited too long prints: the runs' rows and queue jobs as stored,
+        and the last lines every process logged."""
+        import psycopg
+
+        lines = []
+        with psycopg.connect(self.url) as conn:
+            for run_id in run_ids:
+                row = conn.execute(
+                    "SELECT status, last_seq, lease_owner, lease_until, lease_epoch, updated_at"
+                    " FROM runs WHERE id = %s",
+                    (run_id,),
+                ).fetchone()
+                jobs = conn.execute(
+                    "SELECT id, queue_name, status, worker_id, attempts FROM procrastinate_jobs"
+                    " WHERE args->>'run_id' = %s ORDER BY id",
+                    (run_id,),
+                ).fetchall()
+                lines.append(f"run {run_id}: {row}; jobs {jobs}")
+        for log in sorted(self.logs.glob("*.log")):
+            told = [
+                line
+                for line in log.read_text(errors="replace").splitlines()
+                if line[:2] == "20"  # a log line, not a span's JSON
+            ]
+            lines += [f"--- {log.name}", *told[-60:]]
+        return "\n".join(lines)
+
     def stop(self) -> None:
         for process in self.workers.values():
             if process.poll() is None:

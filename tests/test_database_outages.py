@@ -84,6 +84,15 @@ async def _follow(user: Client, api: str, run_id: str) -> list[dict[str, Any]]:
     return seen
 
 
+async def _bounded(cluster: Cluster, follows: Any, run_ids: list[str]) -> Any:
+    """``follows`` awaited for at most :data:`PROCESS_CEILING_S`; past it, the test fails with
+    the runs' rows, their queue jobs and the processes' last log lines."""
+    try:
+        return await asyncio.wait_for(follows, PROCESS_CEILING_S)
+    except TimeoutError:
+        pytest.fail(f"the runs never ended:\n{cluster.report(run_ids)}")
+
+
 async def _outage_answers(user: Client, api: str, run_id: str) -> list[int]:
     """Statuses of a run read and of /ready, asked while the database is cut off."""
     statuses = []
@@ -102,7 +111,8 @@ async def test_runs_in_flight_survive_a_restart_and_a_stall_of_the_database(
     cluster: Cluster, proxy: ProxyThread, users: list[Client]
 ) -> None:
     api = cluster.apis[0]
-    reference = await _follow(users[0], api, await users[0].start(api))  # no fault
+    first = await users[0].start(api)
+    reference = await _bounded(cluster, _follow(users[0], api, first), [first])  # no fault
     assert reference[-1]["type"] == "run_completed"
     runs = [await user.start(api) for user in users[1:]]
     follows = [
@@ -116,7 +126,7 @@ async def test_runs_in_flight_survive_a_restart_and_a_stall_of_the_database(
     assert 500 not in during and 503 in during, during
     await asyncio.sleep(1.0)
     proxy.stall(3.0)  # then nothing passes for 3 s
-    results = await asyncio.wait_for(asyncio.gather(*follows), PROCESS_CEILING_S)
+    results = await _bounded(cluster, asyncio.gather(*follows), runs)
     for events in results:
         assert events[-1]["type"] == "run_completed", events[-1]
         finished = Counter(e["step_id"] for e in events if e["type"] == "step_completed")
@@ -133,4 +143,5 @@ async def test_runs_in_flight_survive_a_restart_and_a_stall_of_the_database(
     for port in ports:  # the workers say ready again by themselves
         assert (await users[0].http.get(f"http://127.0.0.1:{port}/ready")).status_code == 200
     after = await users[0].start(api)  # and new runs work
-    assert (await _follow(users[0], api, after))[-1]["type"] == "run_completed"
+    ended = await _bounded(cluster, _follow(users[0], api, after), [after])
+    assert ended[-1]["type"] == "run_completed"

@@ -638,3 +638,35 @@ async def test_a_run_an_outage_stopped_is_resumed_by_the_server_and_its_stream_g
     assert len(finished) == len(set(finished))  # no finished step ran again
     run = (await client.get(f"{API}/runs/{run_id}", headers=alice.headers)).json()
     assert run["status"] == "completed"
+
+
+async def test_a_run_let_go_while_it_waits_out_an_outage_is_not_resumed_here(
+    client: httpx.AsyncClient, app: FastAPI, alice: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose lease on a run was taken over while an outage had stopped the run lets
+    it go: the resume it had planned for when the database answers never happens here (the
+    worker holding the lease resumes it), and nothing more of the run is written."""
+    state = app.state.teamgraph
+    journal, store, manager = state.backend.journal, state.backend.runs, state.runs
+    if not hasattr(journal, "lanes"):
+        pytest.skip("the outage is made by locking the SQLite journal's lanes")
+    journal.lanes = LockedOnce(journal.lanes, n=5)  # locked past its timeout, once, mid-run
+    answering, real_get = asyncio.Event(), store.get
+
+    async def get(run_id: str) -> Any:  # the database answers once the test says so
+        if run_id in manager._recovering:
+            await answering.wait()
+        return await real_get(run_id)
+
+    monkeypatch.setattr(store, "get", get)
+    sid = (await make_session(client, alice, team="research"))["session_id"]
+    run_id = await start(client, alice, sid, REQUEST)
+    await eventually(lambda: run_id in manager._recovering, "the outage stops the run")
+    stored = [e.seq async for e in _stored(store, run_id, 0)]
+    await asyncio.wait_for(manager.let_go(run_id), CEILING_S)
+    answering.set()
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert run_id not in manager._recovering and manager.owner(run_id) is None
+    assert (await real_get(run_id)).status == "running"  # left for the lease holder to resume
+    assert [e.seq async for e in _stored(store, run_id, 0)] == stored

@@ -212,6 +212,19 @@ class RunManager:
             )
         return (await self.state.backend.runs.get(run_id)).status
 
+    async def let_go(self, run_id: str) -> None:
+        """Stop executing the run here, whatever it is doing — executing, closing, or waiting
+        to be resumed after an outage — and never resume it here (another process has taken it
+        over: the caller has told the run store to write nothing more of it)."""
+        recovering = self._recovering.pop(run_id, None)
+        if recovering is not None:
+            recovering.cancel()
+            await asyncio.gather(recovering, return_exceptions=True)
+        live = self._live.get(run_id)
+        if live is not None and live.task is not None:
+            self._stop(live)
+            await asyncio.gather(asyncio.shield(live.task), return_exceptions=True)
+
     def owner(self, run_id: str) -> str | None:
         """The user of a run executing in this process (``None``: not live here)."""
         live = self._live.get(run_id)

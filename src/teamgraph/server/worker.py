@@ -205,6 +205,10 @@ class Worker:
         except asyncio.CancelledError:  # drained past worker_drain_s: another worker goes on
             await self._hand_over(run_id, epoch)
             raise
+        except Exception:  # nothing more of it runs here: a lapsed lease lets another resume it
+            store.abandon(run_id)
+            await self.manager.let_go(run_id)
+            raise
         finally:
             self.own.in_flight.dec()
             if run_id not in self.handed:
@@ -260,7 +264,7 @@ class Worker:
                 if asked is None:
                     log.warning("lost the lease on run %s: another worker has it", row.id)
                     store.abandon(row.id)  # nothing more of it reaches the database
-                    await self.manager.cancel(row.id)
+                    await self.manager.let_go(row.id)  # nor is it resumed here after an outage
                     raise LeaseLost(f"run {row.id} was taken over")
                 if asked:
                     await self.manager.cancel(row.id)
