@@ -144,6 +144,7 @@ class Cluster:
                     (run_id,),
                 ).fetchall()
                 lines.append(f"run {run_id}: {row}; jobs {jobs}")
+        lines += [f"worker {pid}: exit code {p.poll()}" for pid, p in self.workers.items()]
         for log in sorted(self.logs.glob("*.log")):
             told = [
                 line
