@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 
-from teamgraph.runtime.diff import diff_runs
+from teamgraph.result import diff_runs
 from teamgraph.runtime.team_api import Team
 from teamgraph.testing import ScriptedChatModel, ToolCall
 

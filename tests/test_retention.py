@@ -16,7 +16,7 @@ from sqlalchemy import insert, update
 from teamgraph import Settings
 from teamgraph.errors import UsageError
 from teamgraph.plan import Plan, Step
-from teamgraph.runtime.diff import describe
+from teamgraph.result import describe
 from teamgraph.runtime.retention import compact, parse_age, prune, pruning
 from teamgraph.runtime.runner import Runner
 from teamgraph.runtime.team_api import Team

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.messages.utils import count_tokens_approximately
 
 from teamgraph.events import BaseEvent
-from teamgraph.patterns._history import trimmed_history
+from teamgraph.patterns._members import trimmed_history
 from teamgraph.result import RunResult
 from teamgraph.runtime.team_api import Team
 from teamgraph.testing import FunctionChatModel, ScriptedChatModel

@@ -329,7 +329,7 @@ def diff(
 
 
 async def _diff(settings: Settings, first: str, second: str) -> str:
-    from teamgraph.runtime.diff import diff_runs
+    from teamgraph.result import diff_runs
 
     one, other = await _stored_results(settings, first, second)
     return diff_runs(one[1], other[1])
@@ -357,7 +357,7 @@ def show(
     db: DbOption = None,
 ) -> None:
     """Print a stored run: its request, status, steps, answer and cost."""
-    from teamgraph.runtime.diff import describe
+    from teamgraph.result import describe
 
     settings = _settings(db)
     try:

@@ -33,7 +33,7 @@ from pydantic import BaseModel, PrivateAttr
 
 from teamgraph.brief import current_brief
 from teamgraph.errors import TransientModelError
-from teamgraph.llm._binding import BindsTools
+from teamgraph.llm.offline import BindsTools
 
 __all__ = [
     "FunctionChatModel",

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
 
 from teamgraph.errors import UsageError
-from teamgraph.llm._binding import BindsTools
+from teamgraph.llm.offline import BindsTools
 
 FORMAT = 1
 Mode = Literal["record", "replay"]

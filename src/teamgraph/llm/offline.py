@@ -12,10 +12,11 @@ import asyncio
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -25,10 +26,12 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from teamgraph import prompts
 from teamgraph.brief import Brief, current_brief
-from teamgraph.llm._binding import BindsTools
 from teamgraph.llm._comparison import comparison_answer
 from teamgraph.llm._extractive import (
     Source,
@@ -50,6 +53,24 @@ from teamgraph.planning.request_structure import parse_comparison
 from teamgraph.planning.routing import WorkerInfo, overlap_score
 from teamgraph.planning.rules import comparison_in_task, decompose
 from teamgraph.text import split_clarified
+
+# --- binding --------------------------------------------------------------------------------------
+# Tool binding for teamgraph's own chat models (offline and the test doubles).
+
+
+class BindsTools(BaseChatModel):
+    """``bind_tools`` as real providers do: tools become OpenAI-format schemas passed to
+    ``_generate`` with the ``tool_choice``."""
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | dict[str, Any] | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
 
 
 class OfflineChatModel(BindsTools):

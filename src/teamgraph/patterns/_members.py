@@ -1,4 +1,5 @@
-"""Running a team member — an agent, or a nested team of any pattern on a thread of its own.
+"""Running a team member — an agent, or a nested team of any pattern on a thread of its own —
+and the conversation history it is handed (:func:`trimmed_history`).
 
 A nested team's graph is a graph like the run's: invoked with a plain config of its own — its
 own thread, with the run's checkpointer — never as a subgraph borrowing its parent's
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.messages import BaseMessage, trim_messages
+from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.types import Command, Interrupt
 
 from teamgraph.agents import AgentExtras, AgentOutcome, run_agent
@@ -81,3 +84,24 @@ def _resume(interrupts: Sequence[Interrupt], ctx: RunContext) -> Command[Any]:
     if values is None:
         raise AwaitingHuman("a nested team waits for a human")
     return Command(resume=values)
+
+
+# --- history -------------------------------------------------------------------------------------
+# Conversation history handed to agents, trimmed to the team's token budget.
+
+
+def trimmed_history(messages: Sequence[BaseMessage], budget: int) -> list[BaseMessage]:
+    """The latest turns within ``budget`` approximate tokens, starting on a user message (so no
+    tool result is cut from its call); system messages are kept."""
+    if not messages:
+        return []
+    kept: list[BaseMessage] = trim_messages(
+        list(messages),
+        max_tokens=budget,
+        strategy="last",
+        token_counter=count_tokens_approximately,
+        include_system=True,
+        start_on="human",
+        allow_partial=False,
+    )
+    return kept

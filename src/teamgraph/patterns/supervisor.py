@@ -42,9 +42,8 @@ from teamgraph.durable import JournalKey
 from teamgraph.errors import AgentFailed, RunStop
 from teamgraph.events import AgentMessage, Handoff
 from teamgraph.llm.call import Caller, StructuredOutputError, ask_structured
-from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_pauses
-from teamgraph.patterns._members import run_member
+from teamgraph.patterns._members import run_member, trimmed_history
 from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
 from teamgraph.specs.team import TeamSpec

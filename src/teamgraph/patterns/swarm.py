@@ -37,9 +37,8 @@ from teamgraph.agents import AgentExtras, AgentOutcome
 from teamgraph.brief import Assignment
 from teamgraph.errors import SpecError
 from teamgraph.events import Handoff
-from teamgraph.patterns._history import trimmed_history
 from teamgraph.patterns._interrupts import with_pauses
-from teamgraph.patterns._members import run_member
+from teamgraph.patterns._members import run_member, trimmed_history
 from teamgraph.patterns.contract import Pattern, RunState
 from teamgraph.run_context import RunContext
 from teamgraph.specs.agent import AgentSpec

@@ -41,7 +41,7 @@ from teamgraph.llm.pricing import PriceTable
 from teamgraph.llm.provider import ModelProvider
 from teamgraph.llm.usage import UsageTracker
 from teamgraph.patterns import pattern_of
-from teamgraph.patterns.contract import Outcome, RunInput
+from teamgraph.patterns.contract import Outcome, RunInput, build_result
 from teamgraph.plan import Plan
 from teamgraph.planning.plan_cache import PlanCache
 from teamgraph.planning.templates import Template, available
@@ -49,7 +49,6 @@ from teamgraph.result import RunResult
 from teamgraph.run_context import Emitter, RunContext
 from teamgraph.runtime.backend import Backend
 from teamgraph.runtime.event_log import EventLog, EventWriter
-from teamgraph.runtime.outcomes import build_result
 from teamgraph.runtime.reranker import reranker
 from teamgraph.runtime.resuming import DecisionLike, emit_pauses, pending_requests, resume_command
 from teamgraph.runtime.retention import compact
