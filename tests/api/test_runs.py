@@ -392,9 +392,12 @@ async def test_a_reader_gets_the_events_ready_together_as_one_batch(app: FastAPI
 
 
 def _target(statement: Any) -> str:
-    """The table a statement writes, or ``notify`` for PostgreSQL's NOTIFY."""
+    """The table a statement writes (``events`` for PostgreSQL's one statement that stores
+    events and notifies), or ``notify`` for a NOTIFY alone."""
     table = getattr(statement, "table", None)
-    return "notify" if table is None else str(table.name)
+    if table is not None:
+        return str(table.name)
+    return "events" if "INSERT INTO events" in str(statement) else "notify"
 
 
 class _Writes:

@@ -590,22 +590,41 @@ class PostgresRunStore(SqlRunStore):
     """:class:`SqlRunStore` on PostgreSQL, telling other processes what it stores: each batch
     of events notifies ``tg_events`` (per run, its last seq and, when they fit, the events
     themselves) and a cancel request notifies ``tg_control`` — in the transaction that stores
-    them."""
+    them. A batch of events of any runs is stored and announced by one statement: alone, it
+    needs no ``BEGIN``/``COMMIT`` either."""
 
     def _stored(self, events: Sequence[BaseEvent], *also: Statement) -> Sequence[Statement]:
         events = self._kept(events)
+        if not events:
+            return list(also)
         runs: dict[str, list[BaseEvent]] = {}
         for event in events:
             runs.setdefault(event.run_id, []).append(event)
-        notes = [
-            notify_statement(EVENTS, events_note(run, batch[-1].seq, [e.encoded for e in batch]))
-            for run, batch in runs.items()  # a run's events come in seq order
+        notes = [  # a run's events come in seq order
+            events_note(run, batch[-1].seq, [e.encoded for e in batch])
+            for run, batch in runs.items()
         ]
-        return [*_inserted(events), *also, *notes]
+        columns = {
+            "run_ids": [e.run_id for e in events],
+            "seqs": [e.seq for e in events],
+            "types": [_type(e) for e in events],
+            "data": [e.encoded for e in events],
+        }
+        told = {**columns, "now": utcnow(), "channel": EVENTS, "notes": notes}
+        return [(_STORE_AND_TELL, told), *also]
 
     async def request_cancel(self, run_id: str) -> None:
         statement = update(RunRow).where(RunRow.id == run_id).values(cancel_requested=True)
         await self.direct.run([(statement, None), notify_statement(CONTROL, f"cancel:{run_id}")])
+
+
+_STORE_AND_TELL = text(  # the events inserted (a data-modifying WITH always runs), then told
+    "WITH stored AS (INSERT INTO events (run_id, seq, type, data, created_at)"
+    " SELECT e.run_id, e.seq, e.type, e.data, :now FROM unnest("
+    "CAST(:run_ids AS varchar[]), CAST(:seqs AS integer[]), CAST(:types AS varchar[]),"
+    " CAST(:data AS text[])) AS e(run_id, seq, type, data))"
+    " SELECT pg_notify(:channel, note) FROM unnest(CAST(:notes AS text[])) AS n(note)"
+)
 
 
 def _detached(row: Row[Any]) -> RunRow:
