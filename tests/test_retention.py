@@ -77,6 +77,24 @@ async def test_a_completed_run_keeps_its_latest_checkpoint_and_reads_the_same(
     assert done.output and done.usage == kept.usage
 
 
+async def test_a_run_that_ends_in_an_outage_is_compacted_once_the_database_answers(
+    runner: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saver, failures = runner.backend.checkpointer, [0]
+    pruning_ = saver.aprune
+
+    async def aprune(threads: Any, **options: Any) -> None:
+        if failures[0] < 2:  # the database does not answer the first two tries
+            failures[0] += 1
+            raise sqlite3.OperationalError("database is locked")
+        await pruning_(threads, **options)
+
+    monkeypatch.setattr(saver, "aprune", aprune)
+    assert await run(runner, REQUEST, "late") == "completed"  # compacted as it ends
+    assert failures == [2] and await checkpoints(runner, "late") == 1
+    assert await runner.backend.journal.values("late") == []
+
+
 async def test_a_paused_run_keeps_everything_and_resumes(runner: Runner) -> None:
     assert await run(runner, "help me", "paused") == "interrupted"
     before = await checkpoints(runner, "paused")

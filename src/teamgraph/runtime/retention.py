@@ -28,9 +28,11 @@ from datetime import timedelta
 from teamgraph.config import Settings
 from teamgraph.errors import UsageError
 from teamgraph.runtime.backend import Backend
+from teamgraph.runtime.event_log import OUTAGE_S
 from teamgraph.status import EXECUTING, FINISHED, PAUSED, STOPPED, RunStatus
 from teamgraph.storage.checkpoints import prune_threads
 from teamgraph.storage.models import utcnow
+from teamgraph.storage.outages import until_reachable
 
 COMPACTED: frozenset[RunStatus] = FINISHED | {"cancelled"}
 """Statuses whose runs are compacted when they end."""
@@ -44,13 +46,18 @@ async def compact(
     backend: Backend, settings: Settings, run_id: str, thread_id: str, status: str
 ) -> None:
     """Drop what nobody reads once the run ended with ``status`` (nothing for other statuses,
-    nor with ``compact_runs`` off). A failure is logged, never raised: the run has ended."""
+    nor with ``compact_runs`` off) — through a database outage, as the run's last events are
+    stored (for up to ``OUTAGE_S``). A failure is logged, never raised: the run has ended."""
     if status not in COMPACTED or not settings.compact_runs:
         return
-    try:
+
+    async def compacted() -> None:  # both steps may be repeated
         await prune_threads(backend.checkpointer, [thread_id], keep_latest=True)
         if status in FINISHED:
             await backend.journal.forget([run_id])
+
+    try:
+        await until_reachable(compacted, OUTAGE_S, what=f"compacting run {run_id}")
     except Exception:
         log.warning("run %s: compaction failed (its records stay whole)", run_id, exc_info=True)
 
