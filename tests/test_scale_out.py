@@ -416,3 +416,35 @@ async def test_a_resume_waits_for_a_lease_renewed_by_a_holder_done_with_the_run(
         worker.state = SimpleNamespace(backend=SimpleNamespace(runs=Store(status)))  # type: ignore[assignment]
         claimed = await worker._claim("r")
         assert (claimed is not None) is claims, status
+
+
+async def test_a_job_a_lost_fetch_answer_took_is_fetched_again(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's fetch takes a job, then the connection breaks before the answer arrives: the
+    job is not left ``doing`` for a worker that never heard of it (no heartbeat check would
+    retry it) — the fetch, tried again, gets it."""
+    import psycopg
+    from procrastinate import PsycopgConnector
+
+    from teamgraph.server.queue import QUEUE, RunQueue
+
+    real, taken = PsycopgConnector.execute_query_one_async, []
+
+    async def answer_lost_once(self: Any, query: str, **arguments: Any) -> Any:
+        row = await real(self, query, **arguments)
+        if "procrastinate_fetch_job" in query and not taken:
+            taken.append(row["id"])  # taken, and the answer never arrives
+            raise psycopg.OperationalError("consuming input failed: server closed the connection")
+        return row
+
+    async with RunQueue(pg_url) as queue:
+        await queue.defer("r1", "start")
+        worker_id = await queue.app.job_manager.register_worker()
+        monkeypatch.setattr(PsycopgConnector, "execute_query_one_async", answer_lost_once)
+        job = await queue.app.job_manager.fetch_job(queues=[QUEUE], worker_id=worker_id)
+        doing = await queue.app.connector.execute_query_all_async(
+            "SELECT id FROM procrastinate_jobs WHERE status = 'doing'"
+        )
+    assert taken and job is not None and job.id == taken[0] and job.task_kwargs["run_id"] == "r1"
+    assert [row["id"] for row in doing] == [job.id]  # held once, by the worker that has it

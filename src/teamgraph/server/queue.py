@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import suppress
 from typing import Any, Literal
 
@@ -41,7 +41,7 @@ from teamgraph.status import EXECUTING, PAUSED, RunStatus
 from teamgraph.storage.direct import Statement
 from teamgraph.storage.models import RunRow, SessionRow
 from teamgraph.storage.notify import EVENTS, Notifications
-from teamgraph.storage.outages import until_reachable
+from teamgraph.storage.outages import is_outage, until_reachable
 
 TASK = "teamgraph.execute_run"
 QUEUE = "runs"
@@ -125,15 +125,35 @@ def _connector_class() -> type[Any]:
     """procrastinate's psycopg connector, each query retried through outages (procrastinate
     is imported only where a queue is used)."""
     from procrastinate import PsycopgConnector
+    from procrastinate.sql import queries
+
+    fetch, ended = queries["fetch_job"], (queries["finish_job"], queries["retry_job"])
 
     class OutageProofConnector(PsycopgConnector):
+        def __init__(self, **options: Any) -> None:
+            super().__init__(**options)
+            self.delivered: set[int] = set()  # jobs its fetches handed to this process's workers
+
         async def execute_query_async(self, query: Any, **arguments: Any) -> None:
+            if query in ended:
+                self.delivered.discard(arguments["job_id"])
             run = super().execute_query_async
             await until_reachable(lambda: run(query, **arguments), what="a queue query")
 
         async def execute_query_one_async(self, query: Any, **arguments: Any) -> Any:
+            if query == fetch:
+                return await self._fetch(query, arguments)
             run = super().execute_query_one_async
             return await until_reachable(lambda: run(query, **arguments), what="a queue query")
+
+        async def _fetch(self, query: str, arguments: dict[str, Any]) -> Any:
+            run, write = super().execute_query_one_async, super().execute_query_async
+            worker = arguments["worker_id"]
+            return await _fetched(
+                lambda: run(query, **arguments),
+                lambda: write(_GIVE_BACK, worker_id=worker, kept=list(self.delivered)),
+                self.delivered,
+            )
 
         async def execute_query_all_async(self, query: Any, **arguments: Any) -> Any:
             run = super().execute_query_all_async
@@ -147,6 +167,38 @@ def _connector_class() -> type[Any]:
     return OutageProofConnector
 
 
+async def _fetched(
+    fetch: Callable[[], Awaitable[Any]],
+    give_back: Callable[[], Awaitable[None]],
+    delivered: set[int],
+) -> Any:
+    """A job for a worker (``fetch``), fetched through outages, its id added to ``delivered``.
+    A fetch whose answer an outage lost may have taken a job all the same — ``doing``, for a
+    worker that never heard of it, so no heartbeat check would ever retry it: before trying
+    again, such jobs (the worker's ``doing`` jobs not in ``delivered``) are given back to the
+    queue (``give_back``)."""
+    lost = False
+
+    async def attempt() -> Any:
+        nonlocal lost
+        if lost:
+            await give_back()
+        try:
+            return await fetch()
+        except Exception as exc:
+            lost = lost or is_outage(exc)
+            raise
+
+    row = await until_reachable(attempt, what="fetching a job")
+    if row["id"] is not None:
+        delivered.add(row["id"])
+    return row
+
+
+_GIVE_BACK = (  # a worker's jobs taken by fetches whose answers were lost: queued again
+    "SELECT procrastinate_retry_job_v2(id, now(), NULL, NULL, NULL) FROM procrastinate_jobs"
+    " WHERE worker_id = %(worker_id)s AND status = 'doing' AND NOT (id = ANY(%(kept)s))"
+)
 CANCEL_WAIT_S = 30.0  # how long a cancel waits for the worker to stop the run
 BUSY = PAUSED | EXECUTING  # a session's latest run in these: no new run in the session
 
